@@ -1,0 +1,25 @@
+# ReviewHub: `make run` starts the demo, `make test` runs every test.
+PYTHON ?= python3.12
+VENV := .venv
+PY := $(VENV)/bin/python
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt 2>&1 | grep -v "^WARNING: Location" || true
+	$(PY) -c "import django, channels, celery, openai, playwright"
+	touch $@
+
+install: $(VENV)/.installed
+
+# A headless Chromium for the browser tests (Debian's package; Playwright cannot download one here).
+chromium:
+	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null)
+
+run: install
+	$(PY) manage.py demo
+
+test: install chromium
+	$(PY) -m pytest tests -m "not browser"
+	DJANGO_ALLOW_ASYNC_UNSAFE=true $(PY) -m pytest tests -m browser
+
+.PHONY: install chromium run test

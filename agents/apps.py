@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class AgentsConfig(AppConfig):
+    name = "agents"
+    verbose_name = "Agents and the demo shop"
+
+    def ready(self):
+        from . import tools  # noqa: F401  registers the demo tools

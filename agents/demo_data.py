@@ -1,0 +1,75 @@
+"""Believable demo data for the support shop, and the demo accounts."""
+
+from datetime import date, timedelta
+from decimal import Decimal
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group, Permission
+from django.utils import timezone
+
+from .models import Customer, Order
+
+CUSTOMERS = [
+    ("Dana Smith", "dana.smith@example.com", date(2021, 3, 14)),
+    ("Lee Wong", "lee.wong@example.com", date(2023, 11, 2)),
+    ("Maria Garcia", "maria.garcia@example.com", date(2019, 6, 30)),
+    ("Sam Okafor", "sam.okafor@example.com", date(2025, 1, 9)),
+]
+
+ORDERS = [
+    ("A-1001", "dana.smith@example.com", "49.00", "7.50", Order.Status.DELIVERED, "Ceramic teapot (1)"),
+    ("A-1002", "lee.wong@example.com", "129.90", "9.90", Order.Status.DELIVERED, "Hiking boots (1), wool socks (2)"),
+    ("A-1003", "maria.garcia@example.com", "62.50", "7.50", Order.Status.SHIPPED, "Cookbook (1), apron (1)"),
+    ("A-1004", "sam.okafor@example.com", "815.00", "0.00", Order.Status.PROCESSING, "Espresso machine (1)"),
+    ("A-1005", "dana.smith@example.com", "23.00", "4.00", Order.Status.DELIVERED, "Tea sampler (1)"),
+]
+
+DEMO_PASSWORD = "review-demo-2026"
+
+
+def seed_shop() -> None:
+    for name, email, since in CUSTOMERS:
+        Customer.objects.get_or_create(email=email, defaults={"name": name, "customer_since": since})
+    for i, (number, email, total, shipping, status, items) in enumerate(ORDERS):
+        Order.objects.get_or_create(
+            number=number,
+            defaults={
+                "customer": Customer.objects.get(email=email),
+                "total": Decimal(total),
+                "shipping": Decimal(shipping),
+                "status": status,
+                "items": items,
+                "placed_at": timezone.now() - timedelta(days=12 - i),
+            },
+        )
+
+
+def setup_roles() -> None:
+    reviewers, _ = Group.objects.get_or_create(name="reviewers")
+    reviewers.permissions.add(Permission.objects.get(codename="review_toolcall", content_type__app_label="approvals"))
+    Group.objects.get_or_create(name="senior")
+    Group.objects.get_or_create(name="auditors")
+
+
+def seed_users() -> dict:
+    """A reviewer to log in as, and a requester whose runs the reviewer decides."""
+    User = get_user_model()
+    setup_roles()
+    reviewer, created = User.objects.get_or_create(username="reviewer", defaults={"is_staff": True})
+    if created:
+        reviewer.set_password(DEMO_PASSWORD)
+        reviewer.save()
+    reviewer.groups.add(Group.objects.get(name="reviewers"), Group.objects.get(name="senior"))
+    requester, created = User.objects.get_or_create(username="ops-agent")
+    if created:
+        requester.set_unusable_password()
+        requester.save()
+    return {"reviewer": reviewer, "requester": requester}
+
+
+DEMO_REQUESTS = [
+    "Order A-1001 arrived broken. Please refund $490.",
+    "Email Dana that her replacement has shipped.",
+    "Check the status of order A-1002 and refund $35 for the missing item.",
+    "Cancel order A-1004, the customer changed their mind.",
+]

@@ -1,0 +1,83 @@
+"""The model client: chat completions with tools, through the openai package only."""
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+
+import openai
+from django.conf import settings
+
+from approvals.services import ProposedCall
+
+log = logging.getLogger(__name__)
+
+DEMO_BASE_URL = "http://127.0.0.1:8765/v1"
+
+
+class ModelError(Exception):
+    """The model could not be reached or answered nonsense, after retries."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    content: str
+    calls: list[ProposedCall]
+
+
+def base_url() -> str:
+    if settings.OPENAI_BASE_URL:
+        return settings.OPENAI_BASE_URL
+    return None if settings.OPENAI_API_KEY else DEMO_BASE_URL
+
+
+def client() -> openai.OpenAI:
+    # Retries are ours (below), so malformed answers are retried like 5xx.
+    return openai.OpenAI(
+        api_key=settings.OPENAI_API_KEY or "demo-key",
+        base_url=base_url(),
+        timeout=settings.OPENAI_TIMEOUT,
+        max_retries=0,
+    )
+
+
+RETRYABLE = (openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError, openai.RateLimitError)
+
+
+def _parse(response) -> Reply:
+    try:
+        message = response.choices[0].message
+        calls = [
+            ProposedCall(call_id=str(c.id), name=str(c.function.name), raw_arguments=c.function.arguments or "")
+            for c in (message.tool_calls or [])
+        ]
+        return Reply(content=message.content or "", calls=calls)
+    except (AttributeError, IndexError, TypeError) as exc:
+        raise ValueError(f"malformed response from the model: {exc}")
+
+
+def complete(messages: list[dict], tools: list[dict], *, attempts: int | None = None, backoff: float | None = None) -> Reply:
+    attempts = attempts or settings.OPENAI_MAX_RETRIES + 1
+    backoff = settings.MODEL_RETRY_BACKOFF if backoff is None else backoff
+    last_error = None
+    for attempt in range(attempts):
+        if attempt:
+            time.sleep(backoff * 2 ** (attempt - 1))
+        try:
+            response = client().chat.completions.create(
+                model=settings.OPENAI_MODEL,
+                messages=messages,
+                tools=tools or openai.omit,
+                parallel_tool_calls=True if tools else openai.omit,
+            )
+            return _parse(response)
+        except RETRYABLE as exc:
+            last_error = f"{type(exc).__name__}: {exc}"
+        except (ValueError, json.JSONDecodeError) as exc:
+            last_error = str(exc)
+        except openai.APIStatusError as exc:
+            raise ModelError(f"the model refused the request ({exc.status_code}): {exc.message}")
+        except openai.OpenAIError as exc:
+            last_error = f"{type(exc).__name__}: {exc}"
+        log.warning("model call failed (attempt %s of %s): %s", attempt + 1, attempts, last_error)
+    raise ModelError(f"the model failed after {attempts} attempts: {last_error}")

@@ -1,0 +1,52 @@
+"""Advance a run: execute what was approved, call the model when a step is
+answered, put its tool calls through the gate, and stop when someone must decide.
+
+Nothing here waits for a person: a run that needs a decision is left WAITING in
+the database, and a decision enqueues advance() again, possibly hours later.
+"""
+
+import logging
+
+from approvals import services
+from approvals.models import Message, Run, ToolCall
+from approvals.tools import registry
+
+from . import llm
+
+log = logging.getLogger(__name__)
+
+
+def transcript(run: Run) -> list[dict]:
+    return [m.as_openai() for m in run.messages.order_by("seq")]
+
+
+def advance(run_id: int) -> None:
+    run = Run.objects.get(pk=run_id)
+    while run.is_active:
+        step = run.open_step()
+        if step is not None and not services.step_is_answered(step):
+            for call in step.calls.filter(status=ToolCall.Status.APPROVED):
+                services.toolcall_execute(call)
+            if not services.step_is_answered(step):
+                if step.calls.filter(status=ToolCall.Status.PENDING).exists():
+                    services.run_set_status(run, Run.Status.WAITING)
+                return
+        last = run.messages.order_by("-seq").first()
+        if last.role == Message.Role.ASSISTANT and not last.tool_calls:
+            services.run_complete(run)
+            return
+        if run.step_count >= run.max_steps:
+            services.run_fail(run, f"Stopped after {run.max_steps} model turns (the step limit).")
+            return
+        if not services.run_begin_turn(run):
+            return  # another worker is taking this turn
+        try:
+            reply = llm.complete(transcript(run), registry.openai_specs())
+        except llm.ModelError as exc:
+            services.run_fail(run, str(exc))
+            return
+        services.step_record(run, content=reply.content, calls=reply.calls)
+        run.refresh_from_db()
+        if not reply.calls:
+            services.run_complete(run)
+            return

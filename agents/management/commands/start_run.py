@@ -1,0 +1,26 @@
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from agents import services
+from agents.agents import AGENTS
+
+
+class Command(BaseCommand):
+    help = "Start a run of an agent on a request."
+
+    def add_arguments(self, parser):
+        parser.add_argument("request")
+        parser.add_argument("--agent", default="support", choices=sorted(AGENTS))
+        parser.add_argument("--user", help="Username of the requester.")
+        parser.add_argument("--dry-run", action="store_true")
+
+    def handle(self, *args, **options):
+        user = None
+        if options["user"]:
+            user = get_user_model().objects.filter(username=options["user"]).first()
+            if user is None:
+                raise CommandError(f"No user {options['user']!r}.")
+        run = services.run_start(
+            agent_name=options["agent"], request=options["request"], requested_by=user, dry_run=options["dry_run"]
+        )
+        self.stdout.write(f"Started run {run.pk}")

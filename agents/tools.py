@@ -1,0 +1,290 @@
+"""The demo support shop's tools, declared with their tier, schema and the
+code that describes them and fetches their facts."""
+
+import json
+from datetime import timedelta
+from decimal import Decimal
+from typing import Annotated
+
+from django.core.mail import send_mail
+from django.db import IntegrityError, transaction
+from django.db.models import Q, Sum
+from django.utils import timezone
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from approvals.models import Tier
+from approvals.tools import Tool, ToolContext, ToolError, registry
+
+from .models import Customer, Order, OrderNote, OutgoingEmail, Refund
+
+OrderId = Annotated[str, Field(pattern=r"^A-\d{4}$", description="Order number, like A-1001.")]
+
+
+class Args(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+def money(value) -> str:
+    return f"${Decimal(value):,.2f}"
+
+
+def _order(order_id: str) -> Order:
+    order = Order.objects.select_related("customer").filter(number=order_id).first()
+    if order is None:
+        raise ToolError(f"there is no order {order_id}")
+    return order
+
+
+def _order_problem(order_id: str) -> str | None:
+    if not Order.objects.filter(number=order_id).exists():
+        return f"there is no order {order_id}."
+    return None
+
+
+# --- read-only -----------------------------------------------------------------------
+
+
+class LookupCustomerArgs(Args):
+    query: str = Field(min_length=2, max_length=200, description="A name or an email address.")
+
+
+def lookup_customer(args: LookupCustomerArgs, ctx: ToolContext) -> str:
+    customers = Customer.objects.filter(Q(email__iexact=args.query) | Q(name__icontains=args.query))[:5]
+    found = [
+        {
+            "id": c.pk,
+            "name": c.name,
+            "email": c.email,
+            "customer_since": c.customer_since.isoformat(),
+            "orders": [o.number for o in c.orders.order_by("number")],
+        }
+        for c in customers
+    ]
+    return json.dumps({"customers": found})
+
+
+class OrderArgs(Args):
+    order_id: OrderId
+
+
+def get_order_status(args: OrderArgs, ctx: ToolContext) -> str:
+    order = _order(args.order_id)
+    return json.dumps(
+        {
+            "order_id": order.number,
+            "customer": order.customer.name,
+            "customer_email": order.customer.email,
+            "status": order.status,
+            "items": order.items,
+            "total": str(order.total),
+            "shipping": str(order.shipping),
+            "refunded": str(order.refunded_total()),
+        }
+    )
+
+
+# --- reversible ----------------------------------------------------------------------
+
+
+class AddOrderNoteArgs(Args):
+    order_id: OrderId
+    text: str = Field(min_length=1, max_length=2000)
+
+
+def add_order_note(args: AddOrderNoteArgs, ctx: ToolContext) -> str:
+    order = _order(args.order_id)
+    note, _ = OrderNote.objects.get_or_create(
+        idempotency_key=ctx.idempotency_key, defaults={"order": order, "text": args.text}
+    )
+    return f"Added note {note.pk} to order {order.number}."
+
+
+def undo_order_note(idempotency_key: str) -> str:
+    updated = OrderNote.objects.filter(idempotency_key=idempotency_key).update(removed=True)
+    return "Note removed." if updated else "No note to remove."
+
+
+# --- approval required ---------------------------------------------------------------
+
+
+class IssueRefundArgs(Args):
+    order_id: OrderId
+    amount: float = Field(gt=0, le=100000, description="Amount in dollars, at most two decimals.")
+    reason: str = Field(min_length=3, max_length=500)
+
+    @field_validator("amount")
+    @classmethod
+    def cents(cls, value: float) -> float:
+        if round(value, 2) != value:
+            raise ValueError("Use at most two decimals.")
+        return value
+
+
+def refund_facts(args: IssueRefundArgs) -> dict:
+    order = Order.objects.select_related("customer").filter(number=args.order_id).first()
+    if order is None:
+        return {"order": f"no order {args.order_id}"}
+    since = timezone.now() - timedelta(days=30)
+    recent = Refund.objects.filter(order__customer=order.customer, created_at__gte=since)
+    recent_sum = recent.aggregate(s=Sum("amount"))["s"] or Decimal("0")
+    already = order.refunded_total()
+    facts = {
+        "customer": order.customer.name,
+        "customer_email": order.customer.email,
+        "customer_since": order.customer.customer_since.isoformat(),
+        "order_status": order.status,
+        "order_total": money(order.total),
+        "already_refunded": money(already),
+        "refunds_to_customer_last_30_days": f"{recent.count()} totalling {money(recent_sum)}",
+    }
+    if Decimal(str(args.amount)) > order.total - already:
+        facts["warning"] = f"The refund is more than the {money(order.total - already)} still refundable on this order."
+    return facts
+
+
+def describe_refund(args: IssueRefundArgs) -> str:
+    order = Order.objects.select_related("customer").filter(number=args.order_id).first()
+    if order is None:
+        return f"Refund {money(args.amount)} for order {args.order_id} (no such order)"
+    return f"Refund {money(args.amount)} to {order.customer.name} for order {order.number} (order total {money(order.total)})"
+
+
+def issue_refund(args: IssueRefundArgs, ctx: ToolContext) -> str:
+    amount = Decimal(str(args.amount))
+    with transaction.atomic():
+        existing = Refund.objects.filter(idempotency_key=ctx.idempotency_key).first()
+        if existing:
+            return f"Refund {existing.pk} of {money(existing.amount)} on order {existing.order.number} was already issued."
+        order = Order.objects.select_for_update().get(pk=_order(args.order_id).pk)
+        remaining = order.total - order.refunded_total()
+        if amount > remaining:
+            raise ToolError(f"a refund of {money(amount)} exceeds the {money(remaining)} still refundable on {order.number}")
+        try:
+            with transaction.atomic():
+                refund = Refund.objects.create(
+                    order=order, amount=amount, reason=args.reason, idempotency_key=ctx.idempotency_key
+                )
+        except IntegrityError:
+            refund = Refund.objects.get(idempotency_key=ctx.idempotency_key)
+    return f"Refunded {money(refund.amount)} on order {order.number} (refund {refund.pk})."
+
+
+def simulate_refund(args: IssueRefundArgs) -> str:
+    return f"[dry run] Would record a refund of {money(args.amount)} on order {args.order_id} for “{args.reason}”. Nothing was written."
+
+
+class SendEmailArgs(Args):
+    to: str = Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", max_length=254, description="Recipient email address.")
+    subject: str = Field(min_length=1, max_length=200)
+    body: str = Field(min_length=1, max_length=10000)
+
+
+def email_facts(args: SendEmailArgs) -> dict:
+    customer = Customer.objects.filter(email__iexact=args.to).first()
+    if customer:
+        return {"recipient": f"{customer.name}, a customer since {customer.customer_since.isoformat()}"}
+    similar = Customer.objects.filter(email__istartswith=args.to.split("@")[0]).first()
+    facts = {"recipient": "NOT the address of any customer"}
+    if similar:
+        facts["closest_customer"] = f"{similar.name} <{similar.email}>"
+    return facts
+
+
+def describe_email(args: SendEmailArgs) -> str:
+    return f"Send an email to {args.to} with the subject “{args.subject}” ({len(args.body)} characters)"
+
+
+def send_email(args: SendEmailArgs, ctx: ToolContext) -> str:
+    with transaction.atomic():
+        email, created = OutgoingEmail.objects.get_or_create(
+            idempotency_key=ctx.idempotency_key, defaults={"to": args.to, "subject": args.subject, "body": args.body}
+        )
+        if created:
+            send_mail(args.subject, args.body, None, [args.to])
+    return f"Email {email.pk} sent to {email.to}." if created else f"Email {email.pk} was already sent."
+
+
+def simulate_email(args: SendEmailArgs) -> str:
+    return f"[dry run] Would send to {args.to}:\nSubject: {args.subject}\n\n{args.body}\n\nNothing was sent."
+
+
+# --- forbidden -----------------------------------------------------------------------
+
+
+class DeleteCustomerArgs(Args):
+    customer_id: int
+
+
+def delete_customer(args: DeleteCustomerArgs, ctx: ToolContext) -> str:
+    raise ToolError("deleting customers is never allowed")
+
+
+registry.register(
+    Tool(
+        name="lookup_customer",
+        description="Find customers by name or email address.",
+        args_model=LookupCustomerArgs,
+        tier=Tier.READ_ONLY,
+        func=lookup_customer,
+        describe=lambda a: f"Look up customers matching “{a.query}”",
+    )
+)
+registry.register(
+    Tool(
+        name="get_order_status",
+        description="Get an order's status, items, total and what was refunded.",
+        args_model=OrderArgs,
+        tier=Tier.READ_ONLY,
+        func=get_order_status,
+        describe=lambda a: f"Look up order {a.order_id}",
+        check=lambda a: _order_problem(a.order_id),
+    )
+)
+registry.register(
+    Tool(
+        name="add_order_note",
+        description="Add an internal note to an order (can be undone).",
+        args_model=AddOrderNoteArgs,
+        tier=Tier.REVERSIBLE,
+        func=add_order_note,
+        describe=lambda a: f"Add a note to order {a.order_id}: “{a.text}”",
+        check=lambda a: _order_problem(a.order_id),
+        undo=undo_order_note,
+    )
+)
+registry.register(
+    Tool(
+        name="issue_refund",
+        description="Refund money to the customer of an order. A person reviews refunds.",
+        args_model=IssueRefundArgs,
+        tier=Tier.APPROVAL,
+        func=issue_refund,
+        describe=describe_refund,
+        facts=refund_facts,
+        check=lambda a: _order_problem(a.order_id),
+        simulate=simulate_refund,
+        material_facts=("already_refunded", "order_status", "customer_email"),
+    )
+)
+registry.register(
+    Tool(
+        name="send_email",
+        description="Send an email to a customer. A person reviews every email.",
+        args_model=SendEmailArgs,
+        tier=Tier.APPROVAL,
+        func=send_email,
+        describe=describe_email,
+        facts=email_facts,
+        simulate=simulate_email,
+        material_facts=("recipient",),
+    )
+)
+registry.register(
+    Tool(
+        name="delete_customer",
+        description="Delete a customer and their data.",
+        args_model=DeleteCustomerArgs,
+        tier=Tier.FORBIDDEN,
+        func=delete_customer,
+    )
+)

@@ -1,0 +1,36 @@
+from django import forms
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from approvals.models import Run
+
+from . import agents, services
+
+
+class NewRunForm(forms.Form):
+    agent = forms.ChoiceField(choices=agents.choices)
+    request = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), max_length=4000, label="What should the agent do?")
+    dry_run = forms.BooleanField(required=False, label="Dry run (tools that write only show what they would do)")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def new_run(request: HttpRequest) -> HttpResponse:
+    form = NewRunForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        run = services.run_start(
+            agent_name=form.cleaned_data["agent"],
+            request=form.cleaned_data["request"],
+            requested_by=request.user,
+            dry_run=form.cleaned_data["dry_run"],
+        )
+        return redirect("approvals:run", pk=run.pk)
+    return render(request, "agents/new_run.html", {"form": form}, status=400 if form.errors else 200)
+
+
+@login_required
+@require_GET
+def runs(request: HttpRequest) -> HttpResponse:
+    return render(request, "agents/runs.html", {"runs": Run.objects.select_related("requested_by")[:200]})

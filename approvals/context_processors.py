@@ -1,0 +1,9 @@
+from .access import visible_calls
+from .models import ToolCall
+
+
+def queue_count(request):
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {}
+    return {"queue_count": visible_calls(user, ToolCall.objects.filter(status=ToolCall.Status.PENDING)).count()}

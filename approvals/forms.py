@@ -1,0 +1,101 @@
+"""The edit form, generated from the tool's argument schema."""
+
+import json
+from dataclasses import dataclass
+
+from .services import EditInvalid
+from .tools import Tool
+
+
+@dataclass
+class FieldSpec:
+    name: str
+    label: str
+    kind: str  # number, integer, text, textarea, choice, boolean
+    value: object
+    required: bool
+    help: str = ""
+    choices: tuple = ()
+    minimum: object = None
+    maximum: object = None
+    step: str = ""
+    errors: tuple = ()
+
+
+def _kind(prop: dict) -> str:
+    if "enum" in prop:
+        return "choice"
+    kind = prop.get("type")
+    if kind == "number":
+        return "number"
+    if kind == "integer":
+        return "integer"
+    if kind == "boolean":
+        return "boolean"
+    if prop.get("maxLength", 0) > 200:
+        return "textarea"
+    return "text"
+
+
+def edit_fields(tool: Tool, values: dict, errors: dict | None = None) -> list[FieldSpec]:
+    schema = tool.args_model.model_json_schema()
+    required = set(schema.get("required", []))
+    errors = errors or {}
+    fields = []
+    for name, prop in schema.get("properties", {}).items():
+        kind = _kind(prop)
+        fields.append(
+            FieldSpec(
+                name=name,
+                label=prop.get("title") or name.replace("_", " ").capitalize(),
+                kind=kind,
+                value=values.get(name, ""),
+                required=name in required,
+                help=prop.get("description", ""),
+                choices=tuple(prop.get("enum", ())),
+                minimum=prop.get("minimum", prop.get("exclusiveMinimum")),
+                maximum=prop.get("maximum", prop.get("exclusiveMaximum")),
+                step="0.01" if kind == "number" else "1",
+                errors=tuple(errors.get(name, ())),
+            )
+        )
+    return fields
+
+
+def parse_edit(tool: Tool, data) -> dict:
+    """Turn posted form values into typed arguments. Raises EditInvalid per field.
+
+    A raw JSON object in "arguments_json" takes precedence (for reviewers who
+    prefer editing JSON); the schema then checks it like any other edit.
+    """
+    raw = (data.get("arguments_json") or "").strip()
+    if raw:
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise EditInvalid({"arguments_json": [f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."]})
+        if not isinstance(value, dict):
+            raise EditInvalid({"arguments_json": ["Arguments must be a JSON object."]})
+        return value
+    schema = tool.args_model.model_json_schema()
+    arguments, errors = {}, {}
+    for name, prop in schema.get("properties", {}).items():
+        kind = _kind(prop)
+        text = data.get(f"arg_{name}")
+        if kind == "boolean":
+            arguments[name] = text in ("on", "true", "1")
+            continue
+        if text is None or text == "":
+            continue  # missing required fields are reported by the schema
+        try:
+            if kind == "number":
+                arguments[name] = float(text)
+            elif kind == "integer":
+                arguments[name] = int(text)
+            else:
+                arguments[name] = text
+        except ValueError:
+            errors[name] = ["Enter a whole number." if kind == "integer" else "Enter a number."]
+    if errors:
+        raise EditInvalid(errors)
+    return arguments

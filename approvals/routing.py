@@ -1,0 +1,8 @@
+from django.urls import path
+
+from . import consumers
+
+websocket_urlpatterns = [
+    path("ws/queue/", consumers.QueueConsumer.as_asgi()),
+    path("ws/runs/<int:run_id>/", consumers.RunConsumer.as_asgi()),
+]

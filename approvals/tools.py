@@ -1,0 +1,131 @@
+"""Tool declarations and the registry.
+
+A tool is a plain function plus a declaration. Apps that own tools (agents/)
+register them when Django starts; approvals/ reads the registry to validate,
+describe, gate and execute calls.
+"""
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from pydantic import BaseModel, ValidationError
+
+from .models import Tier
+
+
+class ToolError(Exception):
+    """A tool refused to do what it was asked; the message goes to the model."""
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    idempotency_key: str
+    run_id: int | None = None
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    args_model: type[BaseModel]
+    tier: str
+    func: Callable[..., Any]
+    describe: Callable[[BaseModel], str] | None = None
+    facts: Callable[[BaseModel], dict] | None = None
+    check: Callable[[BaseModel], str | None] | None = None
+    simulate: Callable[[BaseModel], str] | None = None
+    undo: Callable[..., Any] | None = None
+    # Fact names whose change between proposal and execution means a person must look again.
+    material_facts: tuple[str, ...] = field(default_factory=tuple)
+
+    def openai_spec(self) -> dict:
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": schema},
+        }
+
+    def parse(self, arguments) -> BaseModel:
+        """Validate arguments (a dict or a JSON string); raises ArgumentsInvalid."""
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except json.JSONDecodeError as exc:
+                raise ArgumentsInvalid({"__all__": [f"Arguments are not valid JSON: {exc.msg} at position {exc.pos}."]})
+        if not isinstance(arguments, dict):
+            raise ArgumentsInvalid({"__all__": ["Arguments must be a JSON object."]})
+        try:
+            return self.args_model.model_validate(arguments)
+        except ValidationError as exc:
+            raise ArgumentsInvalid(field_errors(exc))
+
+    def normalize(self, arguments) -> dict:
+        """The validated arguments as plain JSON values."""
+        return self.parse(arguments).model_dump(mode="json")
+
+    def render_description(self, args: BaseModel) -> str:
+        if self.describe is None:
+            return f"Call {self.name} with " + ", ".join(f"{k}={v!r}" for k, v in args.model_dump(mode="json").items())
+        return self.describe(args)
+
+    def fetch_facts(self, args: BaseModel) -> dict:
+        return self.facts(args) if self.facts else {}
+
+    def run(self, args: BaseModel, context: ToolContext) -> str:
+        if context.dry_run and self.tier != Tier.READ_ONLY:
+            if self.simulate is None:
+                return f"[dry run] {self.render_description(args)} (nothing was written)"
+            return self.simulate(args)
+        return str(self.func(args, context))
+
+
+class ArgumentsInvalid(Exception):
+    def __init__(self, errors: dict[str, list[str]]):
+        self.errors = errors
+        super().__init__(self.message())
+
+    def message(self) -> str:
+        parts = []
+        for name, messages in self.errors.items():
+            label = "arguments" if name == "__all__" else name
+            parts.append(f"{label}: {' '.join(messages)}")
+        return "; ".join(parts)
+
+
+def field_errors(exc: ValidationError) -> dict[str, list[str]]:
+    errors: dict[str, list[str]] = {}
+    for error in exc.errors():
+        loc = [str(part) for part in error["loc"]]
+        name = ".".join(loc) if loc else "__all__"
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = "Unknown field."
+        elif error["type"] == "missing":
+            message = "This field is required."
+        errors.setdefault(name, []).append(message)
+    return errors
+
+
+class Registry:
+    def __init__(self):
+        self._tools: dict[str, Tool] = {}
+
+    def register(self, tool: Tool) -> Tool:
+        self._tools[tool.name] = tool
+        return tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def all(self) -> list[Tool]:
+        return list(self._tools.values())
+
+    def openai_specs(self) -> list[dict]:
+        """Specs for the model: forbidden tools are never offered."""
+        return [tool.openai_spec() for tool in self._tools.values() if tool.tier != Tier.FORBIDDEN]
+
+
+registry = Registry()

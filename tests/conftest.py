@@ -1,0 +1,118 @@
+import json
+import urllib.request
+
+import pytest
+from django.db import connection
+
+from agents import demo_data, model_server
+from approvals.models import Run
+from tests import support
+
+
+class ScriptedModel:
+    """The shipped model server, reached over HTTP; tests may queue exact replies."""
+
+    def __init__(self, server: model_server.ModelServer):
+        self.server = server
+        self.url = server.url
+
+    def _post(self, path: str, body: dict) -> dict:
+        request = urllib.request.Request(
+            self.url.removesuffix("/v1") + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return json.loads(response.read())
+
+    def script(self, *replies: dict) -> None:
+        self._post("/_script", {"replies": list(replies)})
+
+    def reset(self) -> None:
+        self._post("/_reset", {})
+
+    def requests(self) -> list[dict]:
+        with urllib.request.urlopen(self.url.removesuffix("/v1") + "/_requests", timeout=5) as response:
+            return json.loads(response.read())
+
+
+@pytest.fixture(scope="session")
+def model_server_instance():
+    server = model_server.serve(port=0)
+    yield server
+    server.shutdown()
+
+
+@pytest.fixture
+def model(model_server_instance, settings):
+    scripted = ScriptedModel(model_server_instance)
+    scripted.reset()
+    settings.OPENAI_BASE_URL = scripted.url
+    yield scripted
+    scripted.reset()
+
+
+@pytest.fixture(autouse=True)
+def _clear_resumes():
+    support.resumed.clear()
+    yield
+    support.resumed.clear()
+
+
+@pytest.fixture
+def shop(db):
+    demo_data.seed_shop()
+
+
+@pytest.fixture
+def roles(db):
+    demo_data.setup_roles()
+
+
+def _user(django_user_model, username, *groups):
+    from django.contrib.auth.models import Group
+
+    user = django_user_model.objects.create_user(username=username, password="pw-" + username)
+    for name in groups:
+        user.groups.add(Group.objects.get(name=name))
+    return user
+
+
+@pytest.fixture
+def reviewer(roles, django_user_model):
+    return _user(django_user_model, "alice", "reviewers")
+
+
+@pytest.fixture
+def reviewer2(roles, django_user_model):
+    return _user(django_user_model, "bob", "reviewers")
+
+
+@pytest.fixture
+def requester(roles, django_user_model):
+    """Requests runs; also a reviewer, so that the self-approval rule is what stops them."""
+    return _user(django_user_model, "rita", "reviewers")
+
+
+@pytest.fixture
+def outsider(roles, django_user_model):
+    return _user(django_user_model, "oscar")
+
+
+@pytest.fixture
+def make_run(shop, requester):
+    """A run whose model turn is taken by the scripted model server over HTTP."""
+    from agents import loop, services
+
+    def make(request_text: str, *, advance: bool = True, **kwargs) -> Run:
+        run = services.run_start(agent_name="support", request=request_text, requested_by=requester, **kwargs)
+        if advance:
+            loop.advance(run.pk)
+            run.refresh_from_db()
+        return run
+
+    return make
+
+
+@pytest.fixture
+def require_postgres(db):
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL is not reachable on 127.0.0.1:5432 (or DATABASE_URL): this test needs it.")

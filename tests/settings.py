@@ -1,0 +1,43 @@
+"""Test settings: the real ones, with PostgreSQL when it is reachable.
+
+Tests use PostgreSQL (DATABASE_URL, else 127.0.0.1:5432) when it answers and
+fall back to SQLite with a printed notice; tests that need PostgreSQL or
+Redis skip with a clear message where those are absent.
+"""
+
+import os
+import socket
+import sys
+
+from reviewhub.settings import *  # noqa: F401,F403
+from reviewhub.settings import DATABASE_URL, dj_database_url
+
+
+def reachable(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+TEST_DB_NAME = os.environ.get("REVIEWHUB_TEST_DB", "reviewhub")
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL)}
+elif reachable("127.0.0.1", 5432):
+    DATABASES = {"default": dj_database_url.parse(f"postgres://postgres@127.0.0.1:5432/{TEST_DB_NAME}")}
+else:
+    sys.stderr.write("PostgreSQL is not reachable on 127.0.0.1:5432: tests run on SQLite; PostgreSQL-only tests skip.\n")
+    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
+DATABASES["default"]["TEST"] = {"NAME": f"test_{TEST_DB_NAME}"} if "postgresql" in DATABASES["default"]["ENGINE"] else {}
+
+REDIS_TEST_URL = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/9")
+CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+TASKS_IN_PROCESS = True
+# Tests advance runs explicitly; resumptions are recorded, not run in threads.
+REVIEWHUB_RESUME = "tests.support.record_resume"
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+MODEL_RETRY_BACKOFF = 0.01
+OPENAI_MAX_RETRIES = 2
+OPENAI_TIMEOUT = 10
+OPENAI_BASE_URL = "http://127.0.0.1:9/v1"  # replaced by the model_server fixture
