@@ -25,7 +25,7 @@ def advance(run_id: int) -> None:
     while run.is_active:
         step = run.open_step()
         if step is not None and not services.step_is_answered(step):
-            for call in step.calls.filter(status=ToolCall.Status.APPROVED):
+            for call in step.calls.filter(status__in=[ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING]):
                 services.toolcall_execute(call)
             if not services.step_is_answered(step):
                 if step.calls.filter(status=ToolCall.Status.PENDING).exists():

@@ -98,7 +98,7 @@ def outsider(roles, django_user_model):
 
 
 @pytest.fixture
-def make_run(shop, requester):
+def make_run(shop, requester, model):
     """A run whose model turn is taken by the scripted model server over HTTP."""
     from agents import loop, services
 

@@ -34,6 +34,9 @@ DATABASES["default"]["TEST"] = {"NAME": f"test_{TEST_DB_NAME}"} if "postgresql" 
 REDIS_TEST_URL = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/9")
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 TASKS_IN_PROCESS = True
+# Celery, when a test turns it on, talks to Redis on a queue of this test process only.
+CELERY_BROKER_URL = REDIS_TEST_URL
+CELERY_TASK_DEFAULT_QUEUE = f"reviewhub-test-{os.getpid()}"
 # Tests advance runs explicitly; resumptions are recorded, not run in threads.
 REVIEWHUB_RESUME = "tests.support.record_resume"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

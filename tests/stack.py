@@ -1,0 +1,120 @@
+"""Start real processes for end-to-end tests: an ASGI server and a Celery worker
+on Redis and the test PostgreSQL database, or the embedded demo."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def redis_available(url: str) -> bool:
+    try:
+        import redis
+
+        redis.Redis.from_url(url, socket_connect_timeout=0.5).ping()
+        return True
+    except Exception:
+        return False
+
+
+def wait_for_http(url: str, timeout: float = 30, process: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"process exited with {process.returncode} before {url} answered")
+        try:
+            urllib.request.urlopen(url, timeout=1)
+            return
+        except urllib.error.HTTPError:
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError(f"{url} did not answer within {timeout} s")
+
+
+class Processes:
+    def __init__(self, env: dict):
+        self.env = {**os.environ, **env}
+        self.env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        self.procs: list[subprocess.Popen] = []
+
+    def start(self, *args: str, log_name: str) -> subprocess.Popen:
+        log_dir = Path(self.env.get("REVIEWHUB_VAR_DIR", ROOT / "var")) / "test-logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        log = open(log_dir / f"{log_name}.log", "w")
+        proc = subprocess.Popen(
+            [sys.executable, *args], cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        proc.log_path = log.name
+        self.procs.append(proc)
+        return proc
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        self.procs.clear()
+
+
+def production_env(database_name: str, redis_url: str, model_url: str, queue: str) -> dict:
+    return {
+        "DJANGO_SETTINGS_MODULE": "reviewhub.settings",
+        "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{database_name}",
+        "REDIS_URL": redis_url,
+        "OPENAI_BASE_URL": model_url,
+        "OPENAI_API_KEY": "",
+        "CELERY_QUEUE": queue,
+        "MODEL_RETRY_BACKOFF": "0.05",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend",
+    }
+
+
+def start_worker(processes: Processes, queue: str, concurrency: int = 2) -> subprocess.Popen:
+    return processes.start(
+        "-m", "celery", "-A", "reviewhub", "worker", "-Q", queue, "-c", str(concurrency), "--pool", "threads",
+        "-l", "warning", "--without-gossip", "--without-mingle", "--without-heartbeat",
+        log_name=f"worker-{queue}",
+    )
+
+
+def start_asgi(processes: Processes, port: int) -> subprocess.Popen:
+    proc = processes.start(
+        "-m", "uvicorn", "reviewhub.asgi:application", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+        "--lifespan", "off",
+        log_name=f"asgi-{port}",
+    )
+    wait_for_http(f"http://127.0.0.1:{port}/login/", process=proc)
+    return proc
+
+
+def chromium_path() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
