@@ -1,4 +1,4 @@
-from .access import visible_calls
+from .access import is_reviewer, visible_calls
 from .models import ToolCall
 
 
@@ -6,4 +6,7 @@ def queue_count(request):
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}
-    return {"queue_count": visible_calls(user, ToolCall.objects.filter(status=ToolCall.Status.PENDING)).count()}
+    return {
+        "queue_count": visible_calls(user, ToolCall.objects.filter(status=ToolCall.Status.PENDING)).count(),
+        "is_reviewer": is_reviewer(user),
+    }

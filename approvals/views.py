@@ -8,6 +8,7 @@ from . import services
 from .access import can_decide, is_reviewer, visible_calls
 from .forms import edit_fields, parse_edit
 from .models import Decision, Run, ToolCall
+from .panels import panel_context
 from .tools import registry
 
 
@@ -26,6 +27,8 @@ def _get_call_for_user(request: HttpRequest, pk: int) -> ToolCall:
 @login_required
 @require_GET
 def queue(request: HttpRequest) -> HttpResponse:
+    if request.htmx and request.GET.get("fragment") == "count":
+        return render(request, "approvals/partials/queue_count.html")  # the count comes from the context processor
     calls = list(_pending(request.user))
     for call in calls:
         call.viewer_can_decide, call.viewer_why = can_decide(request.user, call)
@@ -36,13 +39,8 @@ def queue(request: HttpRequest) -> HttpResponse:
 
 
 def _panel_context(request, call: ToolCall, *, edit_values=None, errors=None, error_message="", editing=False):
-    allowed, why = can_decide(request.user, call)
     tool = registry.get(call.tool_name)
-    return {
-        "call": call,
-        "decision": call.final_decision(),
-        "can_decide": allowed and call.is_pending,
-        "why_not": why,
+    return panel_context(request.user, call, call.final_decision()) | {
         "editing": editing,
         "fields": edit_fields(tool, edit_values if edit_values is not None else (call.arguments or {}), errors)
         if tool and call.is_pending

@@ -1,0 +1,53 @@
+"""The embedded default, as the README runs it: one `manage.py demo` process on
+SQLite with the in-memory channel layer. Agent steps run in worker threads of
+that process, and their pushes reach the sockets through the server's loop."""
+
+import json
+import re
+import urllib.parse
+import urllib.request
+
+from agents.demo_data import DEMO_PASSWORD
+
+from .livestack import http_login, queue_socket
+from .stack import Processes, free_port, wait_for_http
+
+
+def start_run(base_url: str, cookie: str, text: str) -> None:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    page = opener.open(urllib.request.Request(base_url + "/runs/new/", headers={"Cookie": cookie}), timeout=10).read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    form = urllib.parse.urlencode({"agent": "support", "request": text, "csrfmiddlewaretoken": token}).encode()
+    opener.open(
+        urllib.request.Request(base_url + "/runs/new/", data=form, headers={"Cookie": cookie, "Referer": base_url}),
+        timeout=10,
+    )
+
+
+def test_the_embedded_demo_pushes_from_its_agent_threads(tmp_path):
+    port = free_port()
+    processes = Processes(
+        {
+            "DJANGO_SETTINGS_MODULE": "reviewhub.settings",
+            "REVIEWHUB_VAR_DIR": str(tmp_path),
+            "DATABASE_URL": "",
+            "REDIS_URL": "",
+            "OPENAI_API_KEY": "",
+            "OPENAI_BASE_URL": "",
+        }
+    )
+    try:
+        demo = processes.start("manage.py", "demo", "--port", str(port), "--no-runs", log_name="demo")
+        base_url = f"http://127.0.0.1:{port}"
+        wait_for_http(base_url + "/login/", timeout=60, process=demo)
+        cookie = http_login(base_url, "reviewer", DEMO_PASSWORD)
+        with queue_socket(base_url, cookie) as socket:
+            start_run(base_url, cookie, "Order A-1002 arrived broken. Please refund $35.")
+
+            message = json.loads(socket.recv(timeout=15))
+            assert message["type"] == "call" and message["pending"] is True
+            assert "Refund $35.00" in message["description"]
+            assert message["count"] == 1
+            assert message["can_decide"] is False  # the reviewer requested this run
+    finally:
+        processes.stop()
