@@ -1,0 +1,113 @@
+// Keyboard-fast reviewing: j/k move between calls, a approves, e edits,
+// r rejects (the reason field gets the focus; Enter sends), ? shows the keys.
+// Focus only ever lands on calls still waiting for a decision.
+(function () {
+  "use strict";
+
+  var lastCard = null; // id of the call the reviewer was last on
+
+  function actionable() {
+    return Array.from(document.querySelectorAll('article.call[data-pending="1"]:not(.decided-elsewhere)'));
+  }
+
+  function cardOf(el) {
+    return el && el.closest ? el.closest("article.call") : null;
+  }
+
+  function focusCard(card) {
+    if (!card) return;
+    card.focus({ preventScroll: true });
+    card.scrollIntoView({ block: "nearest" });
+  }
+
+  // The first actionable call after `card` in the page, else the last one before it.
+  function neighbour(card) {
+    var after = null, before = null;
+    actionable().forEach(function (other) {
+      if (other === card) return;
+      var following = card.compareDocumentPosition(other) & Node.DOCUMENT_POSITION_FOLLOWING;
+      if (following && !after) after = other;
+      if (!following) before = other;
+    });
+    return after || before;
+  }
+
+  function current() {
+    var card = cardOf(document.activeElement);
+    var cards = actionable();
+    if (card && cards.indexOf(card) >= 0) return card;
+    return cards.length === 1 ? cards[0] : null;
+  }
+
+  function move(step) {
+    var cards = actionable();
+    if (!cards.length) return;
+    var card = cardOf(document.activeElement);
+    var i = cards.indexOf(card);
+    if (i < 0) {
+      var near = card && card.isConnected ? neighbour(card) : null;
+      focusCard(near || cards[step > 0 ? 0 : cards.length - 1]);
+      return;
+    }
+    focusCard(cards[Math.max(0, Math.min(cards.length - 1, i + step))]);
+  }
+
+  function press(card, selector) {
+    var el = card && card.querySelector(selector);
+    if (el && !el.disabled && el.getAttribute("aria-disabled") !== "true") el.click();
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey) return;
+    var target = event.target;
+    var help = document.getElementById("keys-help");
+    if (target.closest && target.closest("input, textarea, select, [contenteditable]")) {
+      if (event.key === "Escape") { target.blur(); focusCard(cardOf(target)); }
+      return;
+    }
+    var card;
+    switch (event.key) {
+      case "j": move(1); break;
+      case "k": move(-1); break;
+      case "a": press(current(), 'button[value="approve"]'); break;
+      case "e": press(current(), '[data-key="e"]'); break;
+      case "r":
+        card = current();
+        var reason = card && card.querySelector('input[name="reason"]');
+        if (!reason || reason.disabled) return;
+        reason.focus();
+        break;
+      case "?":
+        if (!help) return;
+        if (help.open) help.close(); else help.showModal();
+        break;
+      default:
+        return;
+    }
+    event.preventDefault();
+  });
+
+  document.addEventListener("focusin", function (event) {
+    var card = cardOf(event.target);
+    if (card) lastCard = card.id;
+  });
+
+  // A call is leaving (decided here or elsewhere): if the reviewer was on it, go on to the next.
+  document.addEventListener("reviewhub:leaving", function (event) {
+    var card = event.target;
+    var active = document.activeElement;
+    var onIt = card.contains(active) || ((!active || active === document.body) && lastCard === card.id);
+    if (!onIt) return;
+    var next = neighbour(card);
+    if (next) focusCard(next);
+    else if (card.contains(active)) active.blur();
+  });
+
+  // New content from htmx: put the cursor where the reviewer will type.
+  document.addEventListener("htmx:load", function (event) {
+    var el = event.detail.elt;
+    if (!el.querySelector) return;
+    var field = el.querySelector("form.edit [name^=arg_], input[name=reason][aria-invalid=true]");
+    if (field) field.focus();
+  });
+})();

@@ -1,0 +1,267 @@
+"""Live review in a real Chromium, against a real ASGI server and a real Celery
+worker on Redis and the test PostgreSQL database. Runs are started here and
+advanced by the worker, whose pushes travel through Redis to the server."""
+
+import pytest
+from django.conf import settings as django_settings
+from django.db import connection
+from playwright.sync_api import expect, sync_playwright
+
+from agents import services as agent_services
+from agents.models import Refund
+from approvals import services
+from approvals.models import Decision, Run, ToolCall
+
+from .livestack import session_cookie, wait_for
+from .stack import CHROMIUM_ARGS, Processes, chromium_path, free_port, production_env, redis_available, start_asgi, start_worker
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+REFUND_35 = "Order A-1002 arrived broken. Please refund $35."
+EMAIL_DANA = "Email Dana that her replacement has shipped."
+
+
+class Stack:
+    def __init__(self, processes: Processes, port: int):
+        self.processes = processes
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.asgi = None
+
+    def start_asgi(self):
+        self.asgi = start_asgi(self.processes, self.port)
+
+    def stop_asgi(self):
+        self.asgi.terminate()
+        self.asgi.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def stack(django_db_setup, django_db_blocker, model_server_instance):
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL is not reachable: the live browser tests need it.")
+    if not redis_available(django_settings.REDIS_TEST_URL):
+        pytest.skip(f"Redis is not reachable at {django_settings.REDIS_TEST_URL}: the live browser tests need it.")
+    queue = django_settings.CELERY_TASK_DEFAULT_QUEUE
+    env = production_env(connection.settings_dict["NAME"], django_settings.REDIS_TEST_URL, model_server_instance.url, queue)
+    stack = Stack(Processes(env), free_port())
+    start_worker(stack.processes, queue)
+    stack.start_asgi()
+    yield stack
+    stack.processes.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    path = chromium_path()
+    if path is None:
+        pytest.skip("Chromium is not installed (make chromium).")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(autouse=True)
+def resumed_by_the_worker(stack, model, settings):
+    """Runs started here are advanced by the worker; leave it idle for the next test."""
+    settings.TASKS_IN_PROCESS = False
+    settings.REVIEWHUB_RESUME = "agents.dispatch.enqueue_advance"
+    yield
+    wait_for(lambda: not Run.objects.filter(status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).exists(), timeout=15)
+
+
+@pytest.fixture
+def open_page(browser, stack):
+    """A page of a new browser context logged in as `user`; fails the test on any script error."""
+    contexts, errors = [], []
+
+    def open_page(user, path="/", init_script=None):
+        context = browser.new_context(base_url=stack.url)
+        context.add_cookies([{"name": "sessionid", "value": session_cookie(user).split("=", 1)[1], "url": stack.url}])
+        if init_script:
+            context.add_init_script(init_script)
+        contexts.append(context)
+        page = context.new_page()
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("console", lambda msg: "Content Security Policy" in msg.text and errors.append(msg.text))
+        page.goto(path)
+        page.evaluate("window.notReloaded = true")
+        return page
+
+    yield open_page
+    for context in contexts:
+        context.close()
+    assert errors == []
+
+
+def is_live(page):
+    expect(page.locator("body")).to_have_attribute("data-live", "live", timeout=10_000)
+    return page
+
+
+def start_run(requester, text) -> Run:
+    return agent_services.run_start(agent_name="support", request=text, requested_by=requester)
+
+
+def pending_call(run: Run, tool: str) -> ToolCall:
+    call = wait_for(lambda: ToolCall.objects.filter(run=run, tool_name=tool, status=ToolCall.Status.PENDING).first())
+    assert call is not None, f"the worker did not propose {tool} (its log is in var/test-logs)"
+    return call
+
+
+def focused_card(page) -> str:
+    return page.evaluate("(document.activeElement.closest('article.call') || {}).id || document.activeElement.tagName")
+
+
+def test_two_reviewers_see_each_others_decision_live(open_page, reviewer, reviewer2, requester, shop):
+    a = is_live(open_page(reviewer))
+    b = is_live(open_page(reviewer2))
+
+    refund = pending_call(start_run(requester, REFUND_35), "issue_refund")
+    for page in (a, b):  # within a second of the commit, with no reload
+        expect(page.locator(f"#queue #call-{refund.pk}")).to_be_visible(timeout=1000)
+    email = pending_call(start_run(requester, EMAIL_DANA), "send_email")
+    for page in (a, b):
+        expect(page.locator(f"#queue #call-{email.pk}")).to_be_visible(timeout=1000)
+        expect(page.locator("#toasts")).to_contain_text("New call to review: Refund $35.00")
+        expect(page.locator("#queue-count")).to_have_text("2")
+        expect(page).to_have_title("(2) Review queue · ReviewHub")
+    b.keyboard.press("j")  # B is on the refund
+    assert focused_card(b) == f"call-{refund.pk}"
+    b_open = b.context.new_page()  # and has it open in a second tab
+    b_open.goto(f"/calls/{refund.pk}/")
+    is_live(b_open)
+
+    a.locator(f"#call-{refund.pk} button[value=approve]").click()
+
+    expect(b.locator(f"#call-{refund.pk}")).to_have_count(0, timeout=1000)
+    expect(b_open.locator(f"#call-{refund.pk} .live-outcome")).to_contain_text("Approved by alice", timeout=1000)
+    expect(b_open.locator(f"#call-{refund.pk} button[value=approve]")).to_be_disabled()
+    assert focused_card(b) == f"call-{email.pk}"  # never on the call that was just decided
+    expect(b.locator("#toasts")).to_contain_text("Approved by alice")
+    for page in (a, b):
+        expect(page.locator("#queue-count")).to_have_text("1")
+        expect(page).to_have_title("(1) Review queue · ReviewHub")
+    expect(a.locator(f"#call-{refund.pk}")).to_have_count(0, timeout=3000)  # A saw the outcome, then it left
+    assert b.evaluate("window.notReloaded") and a.evaluate("window.notReloaded")
+
+    # B's click raced the push: the server answers that it is already decided.
+    b_open.locator(f"#call-{refund.pk} button[value=approve]").evaluate("button => { button.disabled = false; button.click(); }")
+    expect(b_open.locator(f"#call-{refund.pk} .error")).to_contain_text("Already approved by alice")
+    assert wait_for(lambda: Refund.objects.count() == 1, timeout=10)
+    assert Decision.objects.filter(tool_call=refund).count() == 1
+
+
+def test_a_page_that_reconnects_shows_what_was_proposed_while_it_was_away(open_page, stack, reviewer, requester, shop):
+    page = is_live(open_page(reviewer))
+
+    stack.stop_asgi()
+    expect(page.locator("#live-status")).to_have_text("reconnecting…", timeout=5000)
+    call = pending_call(start_run(requester, REFUND_35), "issue_refund")  # its push reaches nobody
+    stack.start_asgi()
+
+    expect(page.locator(f"#queue #call-{call.pk}")).to_be_visible(timeout=10_000)
+    is_live(page)
+    expect(page.locator("#queue-count")).to_have_text("1")
+    assert page.evaluate("window.notReloaded")
+
+
+def test_without_websockets_the_queue_falls_back_to_polling(open_page, reviewer, requester, shop):
+    page = open_page(reviewer, init_script="delete window.WebSocket;")
+    expect(page.locator("#live-status")).to_have_text("polling")
+
+    call = pending_call(start_run(requester, REFUND_35), "issue_refund")
+
+    expect(page.locator(f"#queue #call-{call.pk}")).to_be_visible(timeout=8000)
+    expect(page.locator("#queue-count")).to_have_text("1")
+    assert page.evaluate("window.notReloaded")
+
+
+def test_a_reviewer_decides_from_the_keyboard(open_page, reviewer, requester, shop):
+    page = is_live(open_page(reviewer))
+    refund = pending_call(start_run(requester, REFUND_35), "issue_refund")
+    expect(page.locator(f"#call-{refund.pk}")).to_be_visible()
+    email = pending_call(start_run(requester, EMAIL_DANA), "send_email")
+    expect(page.locator(f"#call-{email.pk}")).to_be_visible()
+
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    assert focused_card(page) == f"call-{email.pk}"
+    page.keyboard.press("k")
+    assert focused_card(page) == f"call-{refund.pk}"
+
+    page.keyboard.press("e")
+    expect(page.locator(f"#call-{refund.pk} form.edit [name^=arg_]").first).to_be_focused()
+    page.keyboard.press("Escape")
+    assert focused_card(page) == f"call-{refund.pk}"
+
+    page.keyboard.press("a")
+    expect(page.locator(f"#call-{refund.pk} .outcome")).to_contain_text("Approved by alice")
+    expect(page.locator(f"#call-{email.pk}")).to_be_focused()
+
+    page.keyboard.press("r")
+    expect(page.locator(f"#call-{email.pk} input[name=reason]")).to_be_focused()
+    page.keyboard.type("Wrong address")
+    page.keyboard.press("Enter")
+    expect(page.locator(f"#call-{email.pk} .outcome")).to_contain_text("Rejected by alice")
+    assert Decision.objects.get(tool_call=email).reason == "Wrong address"
+    expect(page.locator("#queue article.call")).to_have_count(0, timeout=5000)
+
+    page.keyboard.press("?")
+    expect(page.locator("#keys-help")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.locator("#keys-help")).to_be_hidden()
+
+
+FAKE_NOTIFICATIONS = """
+window.shown = []; window.asked = 0;
+function FakeNotification(title, options) { window.shown.push({title: title, body: options.body}); }
+FakeNotification.prototype.close = function () {};
+FakeNotification.permission = "default";
+FakeNotification.requestPermission = function () {
+  window.asked++; FakeNotification.permission = "granted"; return Promise.resolve("granted");
+};
+window.Notification = FakeNotification;
+Object.defineProperty(document, "visibilityState", {get: function () { return "hidden"; }});
+"""
+
+
+def test_a_reviewer_in_another_tab_gets_a_browser_notification(open_page, reviewer, requester, shop):
+    page = is_live(open_page(reviewer, init_script=FAKE_NOTIFICATIONS))
+    assert page.evaluate("window.asked") == 0  # never asked on page load
+    page.locator("#notify-enable").click()
+    expect(page.locator("#notify-enable")).to_be_hidden()
+    assert page.evaluate("window.asked") == 1
+
+    pending_call(start_run(requester, REFUND_35), "issue_refund")
+
+    expect(page.locator("#toasts")).to_contain_text("New call to review: Refund $35.00")
+    shown = page.evaluate("window.shown")
+    assert [n["title"] for n in shown] == ["New call to review"] and "Refund $35.00" in shown[0]["body"]
+
+
+def test_the_run_page_follows_its_run(open_page, model, reviewer, requester, shop):
+    model.script(
+        {
+            "delay": 2,
+            "content": "I'll refund the missing item.",
+            "tool_calls": [{"name": "issue_refund", "arguments": {"order_id": "A-1002", "amount": 35, "reason": "Missing item"}}],
+        }
+    )
+    run = start_run(requester, "Refund $35 on A-1002 for the missing item.")
+    page = open_page(reviewer, f"/runs/{run.pk}/")
+
+    expect(page.locator("#thinking")).to_have_text("model is thinking…", timeout=5000)
+    call = pending_call(run, "issue_refund")
+    row = page.locator(f"#run-call-{call.pk}")
+    expect(row).to_contain_text("Waiting for review")
+    expect(page.locator("#thinking")).to_have_count(0)
+    expect(page.locator(".transcript")).to_contain_text("I'll refund the missing item.")
+
+    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
+
+    expect(row).to_contain_text("Executed", timeout=10_000)
+    expect(row).to_contain_text("Approved by alice")
+    expect(page.locator("#run-status")).to_have_text("Completed", timeout=10_000)
+    assert page.evaluate("window.notReloaded")
