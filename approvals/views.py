@@ -38,16 +38,17 @@ def queue(request: HttpRequest) -> HttpResponse:
 def _panel_context(request, call: ToolCall, *, edit_values=None, errors=None, error_message="", editing=False):
     allowed, why = can_decide(request.user, call)
     tool = registry.get(call.tool_name)
+    fields = edit_fields(tool, edit_values if edit_values is not None else (call.arguments or {}), errors) if tool and call.is_pending else []
+    names = {f.name for f in fields} | {"arguments_json", "reason"}
     return {
         "call": call,
         "decision": call.final_decision(),
         "can_decide": allowed and call.is_pending,
         "why_not": why,
         "editing": editing,
-        "fields": edit_fields(tool, edit_values if edit_values is not None else (call.arguments or {}), errors)
-        if tool and call.is_pending
-        else [],
+        "fields": fields,
         "errors": errors or {},
+        "other_errors": [(name, messages) for name, messages in (errors or {}).items() if name not in names],
         "error_message": error_message,
         "arguments_json": (edit_values or {}).get("arguments_json", "") if isinstance(edit_values, dict) else "",
     }
