@@ -130,6 +130,12 @@ def run_action(request: HttpRequest, pk: int) -> HttpResponse:
     if action == "retry":
         services.run_retry(run=run, user=request.user)
         messages.info(request, "The run was put back in the queue.")
+    elif action == "undo":
+        call = get_object_or_404(ToolCall, pk=request.POST.get("call"), run=run)
+        try:
+            messages.info(request, f"Undone: {services.toolcall_undo(call=call, user=request.user)}")
+        except services.UndoError as exc:
+            messages.error(request, str(exc))
     elif action == "cancel":
         services.run_cancel(run=run, user=request.user)
         messages.info(request, "The run was cancelled.")
