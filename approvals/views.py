@@ -96,8 +96,6 @@ def call_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if status == 200 and not request.htmx:
         messages.success(request, f"{call.get_status_display()}: {call.description}")
         return redirect("approvals:queue")
-    if status != 200 and not request.htmx and status != 400:
-        messages.error(request, error_message)
     context = _panel_context(
         request, call, edit_values=edit_values, errors=errors, error_message=error_message, editing=action == "edit" and status == 400
     )
