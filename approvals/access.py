@@ -34,7 +34,7 @@ def can_decide(user, call: ToolCall) -> tuple[bool, str]:
     if not in_group(user, call.review_group_id):
         return False, f"Only members of the group “{call.review_group}” may decide this call."
     if call.is_pending and call.decisions.filter(round=call.review_round, reviewer=user).exists():
-        return False, "You already approved this call; it needs another reviewer's approval."
+        return False, "You already approved this call; it needs the approval of another reviewer."
     return True, ""
 
 

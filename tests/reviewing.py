@@ -35,17 +35,17 @@ def advance(call: ToolCall) -> ToolCall:
 
 def senior_rule(**kwargs) -> PolicyRule:
     """The example from the brief: refunds above $500 are decided only by the group "senior"."""
-    return PolicyRule.objects.create(
-        name="Refunds over $500: senior only",
-        tool_name="issue_refund",
-        field="amount",
-        operator=">",
-        value=500,
-        outcome="review",
-        group=Group.objects.get(name="senior"),
-        order=5,
-        **kwargs,
-    )
+    fields = {
+        "name": "Refunds over $500: senior only",
+        "tool_name": "issue_refund",
+        "field": "amount",
+        "operator": ">",
+        "value": 500,
+        "outcome": "review",
+        "group": Group.objects.get(name="senior"),
+        "order": 5,
+    }
+    return PolicyRule.objects.create(**{**fields, **kwargs})
 
 
 def script_calls(model, *calls: tuple[str, dict], content: str = "I'll do these.") -> None:
