@@ -157,6 +157,8 @@ class ToolCall(models.Model):
     policy = models.JSONField(default=dict, blank=True)
     required_approvals = models.PositiveSmallIntegerField(default=1)
     description = models.TextField(blank=True)
+    # After a reviewer's edit: the description of the edited call (description stays the model's proposal).
+    edited_description = models.TextField(blank=True)
     facts = models.JSONField(default=dict, blank=True)
     reasoning = models.TextField(blank=True)
     user_request = models.TextField(blank=True)
@@ -236,6 +238,10 @@ class ToolCall(models.Model):
         if self.arguments is None or self.approved_arguments is None:
             return []
         return arguments_diff(self.arguments, self.approved_arguments)
+
+    @property
+    def current_description(self) -> str:
+        return self.edited_description or self.description
 
     @property
     def fact_rows(self) -> list[dict]:

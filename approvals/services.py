@@ -428,6 +428,9 @@ def toolcall_decide(
             approvals = len(_counted_approvals(call, args_hash(decided_args), group_id)) + 1
             final = approvals >= required
             changes = {"approved_arguments": decided_args, "required_approvals": required, "review_group_id": group_id}
+            if decided_args != call.review_arguments:
+                # The facts and description now describe the edited call; execution checks against these.
+                changes.update(_describe(tool, decided_args))
             if group_id != (call.policy or {}).get("group_id") and outcome.group_id == group_id:
                 changes["policy"] = outcome.as_dict()
         else:
@@ -462,6 +465,7 @@ def toolcall_decide(
                 "round": call.review_round,
                 "final": final,
                 "approvals": f"{approvals} of {required}" if verdict in APPROVING else "",
+                "facts": changes.get("facts"),
             },
         )
         unclaim = {"reviewing_by": None, "reviewing_until": None}
@@ -478,6 +482,20 @@ def toolcall_decide(
             request_resume(call.run_id)
         live.call_changed(call.pk)
     return decision
+
+
+def _describe(tool: Tool, arguments: dict) -> dict:
+    """The description and facts of edited arguments. Facts that cannot be fetched hold the call at execution."""
+    args = tool.parse(arguments)
+    try:
+        description = tool.render_description(args)
+    except Exception as exc:
+        description = f"{tool.name} (description unavailable: {exc})"
+    try:
+        facts = tool.fetch_facts(args)
+    except Exception as exc:
+        facts = {"error": f"facts could not be fetched: {exc}"}
+    return {"facts": facts, "edited_description": description}
 
 
 def toolcall_approve_many(*, reviewer, items: list[tuple[int, str]]) -> list[tuple[int, str]]:
@@ -543,7 +561,7 @@ def _notify_reviewers(call: ToolCall, subject: str, text: str) -> None:
     """Email the reviewers who may decide this call, once the transaction commits."""
     link = reverse("approvals:call", args=[call.pk])
     recipients = [u.email for u in reviewers_for(call) if u.email]
-    body = f"{text}\n\n{call.description}\n\nOpen it in ReviewHub: {link}\n"
+    body = f"{text}\n\n{call.current_description}\n\nOpen it in ReviewHub: {link}\n"
     messages = [(subject, body, None, [address]) for address in recipients]
 
     def send():

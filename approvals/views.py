@@ -130,7 +130,7 @@ def call_detail(request: HttpRequest, pk: int) -> HttpResponse:
     status, error_message, errors, edit_values = 200, "", None, None
     try:
         if action not in verdicts:
-            raise services.DecisionError("Choose approve, edit, reject or respond.")
+            raise services.DecisionError("Choose approve, edit or reject.")
         guidance = request.POST.get("guidance", "").strip()
         if action == "respond" and not guidance:
             raise services.EditInvalid({"guidance": ["Write what the agent should do instead; it reads this next."]})
@@ -160,7 +160,7 @@ def call_detail(request: HttpRequest, pk: int) -> HttpResponse:
         status, error_message = exc.status, str(exc)
     call.refresh_from_db()
     if status == 200 and not request.htmx:
-        messages.success(request, f"{call.get_status_display()}: {call.description}")
+        messages.success(request, f"{call.get_status_display()}: {call.current_description}")
         return redirect("approvals:queue")
     context = _panel_context(
         request,

@@ -148,3 +148,18 @@ def test_the_model_is_told_plainly_what_the_reviewer_changed(client, call, model
 def test_an_edit_that_changes_nothing_is_an_approval(client, call):
     edit(client, call)
     assert Decision.objects.get(tool_call=call).verdict == Decision.Verdict.APPROVE
+
+
+def test_an_edited_call_is_described_and_its_facts_fetched_for_the_edited_arguments(client, call, reviewer2):
+    from approvals.models import PolicyRule
+
+    PolicyRule.objects.create(name="two", tool_name="issue_refund", operator="any", outcome="review", required_approvals=2, order=1)
+    edit(client, call, order_id="A-1003", amount="12.5")
+    call.refresh_from_db()
+    assert call.current_description == "Refund $12.50 to Maria Garcia for order A-1003 (order total $62.50)"
+    assert call.description.startswith("Refund $40.00 to Dana Smith")
+    assert call.facts["customer"] == "Maria Garcia"
+    client.force_login(reviewer2)
+    html = client.get(call_url(call)).content.decode()
+    assert "Refund $12.50 to Maria Garcia for order A-1003" in html
+    assert "The model proposed: Refund $40.00 to Dana Smith for order A-1001" in html
