@@ -382,6 +382,51 @@ def _counted_approvals(call: ToolCall, arguments_hash: str, group_id: int | None
     return [d for d in approvals.select_related("reviewer") if d.reviewer and in_group(d.reviewer, group_id)]
 
 
+@dataclass
+class _Approval:
+    """What an approval or edit amounts to: the arguments, whether it settles the call, what it changes."""
+
+    verdict: str
+    arguments: dict
+    count: int
+    required: int
+    changes: dict
+
+    @property
+    def final(self) -> bool:
+        return self.count >= self.required
+
+
+def _approval(call: ToolCall, reviewer, verdict: str, arguments) -> _Approval:
+    """Check an approval (or edit) against the tool's schema and today's policy; count it."""
+    tool = registry.get(call.tool_name)
+    if tool is None:
+        raise NotAllowed("This tool is no longer registered; it can only be rejected.")
+    decided = call.review_arguments
+    if verdict == Decision.Verdict.EDIT:
+        try:
+            decided = tool.normalize(arguments)
+        except ArgumentsInvalid as exc:
+            raise EditInvalid(exc.errors)
+        if decided == call.review_arguments:
+            verdict = Decision.Verdict.APPROVE
+    outcome = policy.evaluate(tool, decided)
+    if outcome.action == policy.FORBID:
+        raise NotAllowed(f"Policy forbids this call ({outcome.reason}); it can only be rejected.")
+    group_id = _effective_group(call, outcome)
+    if not in_group(reviewer, group_id):
+        raise NotAllowed(f"Only members of the group “{outcome.group_name}” may approve this ({outcome.reason}).")
+    required = max(call.required_approvals, outcome.required_approvals if outcome.action == policy.REVIEW else 1)
+    changes = {"approved_arguments": decided, "required_approvals": required, "review_group_id": group_id}
+    if outcome.action == policy.REVIEW:
+        changes["policy"] = outcome.as_dict()
+    if decided != call.review_arguments:
+        # The facts and description now describe the edited call; execution checks against these.
+        changes.update(_describe(tool, decided))
+    count = len(_counted_approvals(call, args_hash(decided), group_id)) + 1
+    return _Approval(verdict, decided, count, required, changes)
+
+
 def toolcall_decide(
     *, call_id: int, reviewer, verdict: str, shown_hash: str, arguments=None, reason: str = "", guidance: str = ""
 ) -> Decision:
@@ -401,40 +446,17 @@ def toolcall_decide(
         if shown_hash != call.review_hash:
             raise StaleView("This call changed since you opened it; reload to see the current version.")
         reason, guidance = (reason or "").strip(), (guidance or "").strip()
-        tool = registry.get(call.tool_name)
-        changes: dict = {}
         if verdict == Decision.Verdict.REJECT:
             if not reason:
                 raise EditInvalid({"reason": ["A reason is required to reject; the agent will read it."]})
-            decided_args, final, approvals, required = None, True, 0, call.required_approvals
+            approval = None
         elif verdict in APPROVING:
-            if tool is None:
-                raise NotAllowed("This tool is no longer registered; it can only be rejected.")
-            decided_args = call.review_arguments
-            if verdict == Decision.Verdict.EDIT:
-                try:
-                    decided_args = tool.normalize(arguments)
-                except ArgumentsInvalid as exc:
-                    raise EditInvalid(exc.errors)
-                if decided_args == call.review_arguments:
-                    verdict = Decision.Verdict.APPROVE
-            outcome = policy.evaluate(tool, decided_args)
-            if outcome.action == policy.FORBID:
-                raise NotAllowed(f"Policy forbids this call ({outcome.reason}); it can only be rejected.")
-            group_id = _effective_group(call, outcome)
-            if not in_group(reviewer, group_id):
-                raise NotAllowed(f"Only members of the group “{outcome.group_name}” may approve this ({outcome.reason}).")
-            required = max(call.required_approvals, outcome.required_approvals if outcome.action == policy.REVIEW else 1)
-            approvals = len(_counted_approvals(call, args_hash(decided_args), group_id)) + 1
-            final = approvals >= required
-            changes = {"approved_arguments": decided_args, "required_approvals": required, "review_group_id": group_id}
-            if decided_args != call.review_arguments:
-                # The facts and description now describe the edited call; execution checks against these.
-                changes.update(_describe(tool, decided_args))
-            if group_id != (call.policy or {}).get("group_id") and outcome.group_id == group_id:
-                changes["policy"] = outcome.as_dict()
+            approval = _approval(call, reviewer, verdict, arguments)
+            verdict = approval.verdict
         else:
             raise DecisionError(f"Unknown decision {verdict!r}.")
+        decided_args = approval.arguments if approval else None
+        final = approval.final if approval else True
         try:
             with transaction.atomic():
                 decision = Decision.objects.create(
@@ -464,19 +486,19 @@ def toolcall_decide(
                 "guidance": guidance,
                 "round": call.review_round,
                 "final": final,
-                "approvals": f"{approvals} of {required}" if verdict in APPROVING else "",
-                "facts": changes.get("facts"),
+                "approvals": f"{approval.count} of {approval.required}" if approval else "",
+                "facts": approval.changes.get("facts") if approval else None,
             },
         )
         unclaim = {"reviewing_by": None, "reviewing_until": None}
-        if verdict == Decision.Verdict.REJECT:
+        if approval is None:
             ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.REJECTED, **unclaim)
             note = " The reviewer's guidance follows." if guidance else ""
             _record_output(call, f"Rejected by reviewer: {reason}{note}")
         elif final:
-            ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.APPROVED, **changes, **unclaim)
+            ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.APPROVED, **approval.changes, **unclaim)
         else:
-            ToolCall.objects.filter(pk=call.pk).update(**changes, **unclaim)
+            ToolCall.objects.filter(pk=call.pk).update(**approval.changes, **unclaim)
         if final:
             _shadow_settle(call, verdict)
             request_resume(call.run_id)
