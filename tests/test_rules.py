@@ -173,3 +173,19 @@ def test_tool_settings_are_edited_in_the_admin(client, admin_user, roles):
     )
     assert response.status_code == 200
     assert "Name the group that overdue calls go to." in response.content.decode()
+
+
+def test_a_tool_setting_saved_in_the_admin_applies_to_new_calls(client, admin_user, make_run):
+    from approvals.models import ToolSetting
+
+    client.force_login(admin_user)
+    senior = Group.objects.get(name="senior")
+    response = client.post(
+        reverse("admin:approvals_toolsetting_add"),
+        {"tool_name": "issue_refund", "group": senior.pk, "timeout_minutes": "30", "warn_minutes": "5", "on_expiry": "escalate", "escalate_to": senior.pk},
+    )
+    assert response.status_code == 302
+    assert ToolSetting.objects.get().escalates
+    call = pending_call(make_run)
+    assert call.review_group == senior
+    assert (call.expires_at - call.created_at).total_seconds() == pytest.approx(1800, abs=5)
