@@ -1,6 +1,7 @@
 from django.contrib import admin
 
-from .models import AuditEvent, Decision, Message, PolicyRule, Run, ToolCall
+from . import rules_admin  # noqa: F401  (policy rules, tool settings, shadow results)
+from .models import AuditEvent, Decision, Message, Run, ToolCall
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -50,9 +51,3 @@ class AuditEventAdmin(ReadOnlyAdmin):
     list_filter = ["kind"]
     list_select_related = ["run", "tool_call"]
 
-
-@admin.register(PolicyRule)
-class PolicyRuleAdmin(admin.ModelAdmin):
-    list_display = ["name", "tool_name", "field", "operator", "value", "outcome", "order", "enabled"]
-    list_editable = ["order", "enabled"]
-    list_filter = ["tool_name", "outcome", "enabled"]

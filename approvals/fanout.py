@@ -8,12 +8,11 @@ reviewer heard of the call about 0.3 s after the first, more under load.
 
 So the first socket of a process to get a hint starts one job, and the process's
 other sockets await the same job. The job reads the call from the database and
-asks the access rules about it once per permission group (reviewers with the
-same groups, permissions and flags), not once per reviewer: visible_calls()
-decides whether they may see the call, and gives their pending count. Then
-can_decide() is asked for each reviewer, and the panel is rendered once per
-distinct viewer context (panels.panel_context). Each socket sends its own
-user's message.
+asks visible_calls() about it once per permission group (reviewers with the
+same groups, permissions and flags), not once per reviewer: whether they may
+see the call, and their pending count. Then can_decide() is asked for each
+reviewer, and the panel is rendered once per distinct panels.viewer_key().
+Each socket sends its own user's message.
 
 This relies on one property of access.visible_calls(): which calls a user may
 see depends on their groups, permissions and flags, not on who they are
@@ -35,7 +34,7 @@ from django.urls import reverse
 
 from . import access
 from .models import ToolCall
-from .panels import PANEL_TEMPLATE, panel_context
+from .panels import PANEL_TEMPLATE, panel_context, viewer_key
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +86,7 @@ def _current_users(user_ids) -> list[tuple[object, tuple]]:
 
 def call_messages(call_id: int, user_ids) -> dict[int, str]:
     """The JSON message for each of these users who may see the call, read from the database."""
-    call = ToolCall.objects.select_related("run", "run__requested_by").filter(pk=call_id).first()
+    call = ToolCall.objects.select_related("run", "run__requested_by", "review_group", "reviewing_by").filter(pk=call_id).first()
     if call is None:
         return {}
     decision = call.final_decision()
@@ -106,8 +105,9 @@ def call_messages(call_id: int, user_ids) -> dict[int, str]:
         if not seen["this"]:
             continue
         for user in members:
-            context = panel_context(user, call, decision)
-            view = repr(sorted((key, value) for key, value in context.items() if key not in ("call", "decision")))
+            # Pushed panels go to the queue page mostly: they carry its batch checkbox.
+            context = panel_context(user, call, decision) | {"user": user, "in_queue": True}
+            view = viewer_key(user, context)
             if view not in html_by_view:
                 html_by_view[view] = render_to_string(PANEL_TEMPLATE, context)
             messages[user.pk] = json.dumps(

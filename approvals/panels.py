@@ -2,8 +2,9 @@
 
 The queue, the call page, their htmx responses and the live push all render
 approvals/partials/call_panel.html; everything in it that depends on the viewer
-comes from here, so the push cannot drift from the page (and approvals/fanout.py
-can render the panel once for all viewers whose context is the same).
+comes from panel_context() or from `user` (claim.html), so the push cannot
+drift from the page, and approvals/fanout.py can render the panel once for all
+viewers with the same viewer_key().
 """
 
 from .access import can_decide
@@ -15,3 +16,11 @@ PANEL_TEMPLATE = "approvals/partials/call_panel.html"
 def panel_context(user, call: ToolCall, decision: Decision | None) -> dict:
     allowed, why = can_decide(user, call)
     return {"call": call, "decision": decision, "can_decide": allowed and call.is_pending, "why_not": why}
+
+
+def viewer_key(user, context: dict) -> str:
+    """Viewers with equal keys get the same panel HTML: the viewer's part of the
+    context, and whether the viewer is the one reviewing the call (claim.html)."""
+    current = context["call"].current_reviewer
+    mine = [(key, value) for key, value in context.items() if key not in ("call", "decision", "user")]
+    return repr((sorted(mine), current is not None and current.pk == user.pk))

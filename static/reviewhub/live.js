@@ -100,9 +100,13 @@
     if (list && !list.querySelector("article.call")) resyncQueue(); // the server renders the empty queue
   }
 
-  function busy(card) { // the reviewer is typing in it or has its edit form open
+  function inFlight(card) { // a request from this panel is under way; htmx will swap its answer in
+    return !!(card.classList.contains("htmx-request") || card.querySelector(".htmx-request"));
+  }
+
+  function busy(card) { // the reviewer is typing in it, has its edit form open, or is deciding it
     var active = document.activeElement;
-    return !!(card.querySelector("form.edit") || (card.contains(active) && active.matches("input, textarea, select")));
+    return !!(card.querySelector("form.edit") || inFlight(card) || (card.contains(active) && active.matches("input, textarea, select")));
   }
 
   function swap(existing, fresh) {
@@ -151,9 +155,9 @@
     gone.add(id);
     if (!existing) return;
     // Decided on this page: the htmx response shows (or is about to show) the outcome.
-    var decidedHere = existing.dataset.pending === "0" || !!existing.querySelector(".htmx-request");
+    var decidedHere = existing.dataset.pending === "0" || inFlight(existing);
     if (inQueue(existing)) {
-      if (decidedHere) return; // it leaves after showing you the outcome
+      if (decidedHere) return; // yours: it shows the outcome, then leaves
       leaveQueue(existing);
       toast((msg.outcome || "Decided") + ": " + description);
     } else if (existing.classList.contains("decided-elsewhere") || !(decidedHere || msg.mine)) {
@@ -247,11 +251,11 @@
     document.body.addEventListener("htmx:load", function (event) {
       var card = event.detail.elt;
       if (card.id === "queue-count") syncTitle();
-      // A call you decided in the queue shows you the outcome, then leaves.
+      // A call you decided shows you the outcome, then leaves the queue; you go on to the next.
       if (card.matches && card.matches('article.call[data-pending="0"]') && inQueue(card)) {
         gone.add(card.dataset.callId);
         leaving(card);
-        setTimeout(function () { if (card.isConnected) leaveQueue(card); }, LEAVE_AFTER);
+        setTimeout(function () { var now = document.getElementById(card.id); if (now && inQueue(now)) leaveQueue(now); }, LEAVE_AFTER);
       }
     });
     if (document.body.hasAttribute("data-reviewer")) {
