@@ -23,7 +23,7 @@ def in_group(user, group_id: int | None) -> bool:
     """Whether the user belongs to the group a call is restricted to (superusers belong everywhere)."""
     if group_id is None or user.is_superuser:
         return True
-    return user.groups.filter(pk=group_id).exists()
+    return any(group.pk == group_id for group in user.groups.all())  # uses groups prefetched by a caller
 
 
 def can_decide(user, call: ToolCall) -> tuple[bool, str]:
@@ -33,7 +33,7 @@ def can_decide(user, call: ToolCall) -> tuple[bool, str]:
         return False, "You requested this run, so you cannot decide its calls."
     if not in_group(user, call.review_group_id):
         return False, f"Only members of the group “{call.review_group}” may decide this call."
-    if call.is_pending and call.decisions.filter(round=call.review_round, reviewer=user).exists():
+    if call.is_pending and any(d.round == call.review_round and d.reviewer_id == user.pk for d in call.decisions.all()):
         return False, "You already approved this call; it needs the approval of another reviewer."
     return True, ""
 

@@ -86,7 +86,12 @@ def _current_users(user_ids) -> list[tuple[object, tuple]]:
 
 def call_messages(call_id: int, user_ids) -> dict[int, str]:
     """The JSON message for each of these users who may see the call, read from the database."""
-    call = ToolCall.objects.select_related("run", "run__requested_by", "review_group", "reviewing_by").filter(pk=call_id).first()
+    call = (
+        ToolCall.objects.select_related("run", "run__requested_by", "review_group", "reviewing_by")
+        .prefetch_related("decisions")  # can_decide() reads them for each reviewer
+        .filter(pk=call_id)
+        .first()
+    )
     if call is None:
         return {}
     decision = call.final_decision()
