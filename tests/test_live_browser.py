@@ -259,7 +259,7 @@ def test_the_run_page_follows_its_run(open_page, model, reviewer, requester, sho
     expect(page.locator("#thinking")).to_have_count(0)
     expect(page.locator(".transcript")).to_contain_text("I'll refund the missing item.")
 
-    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
+    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
 
     expect(row).to_contain_text("Executed", timeout=10_000)
     expect(row).to_contain_text("Approved by alice")

@@ -11,7 +11,7 @@ from django.db import connections
 from django.test import Client
 
 from approvals import access, services
-from approvals.models import Message, Run, ToolCall
+from approvals.models import Message, PolicyRule, Run, ToolCall, ToolSetting
 from approvals.services import ProposedCall
 from reviewhub.asgi import application
 
@@ -43,7 +43,7 @@ def propose(run, name, arguments, call_id):
 
 @sync_to_async
 def approve(call, reviewer):
-    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
+    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
 
 
 @sync_to_async
@@ -144,6 +144,45 @@ async def test_a_reviewer_receives_nothing_for_calls_it_may_not_decide(run, revi
     email = await propose(run, "send_email", EMAIL, "call_2")
     message = await bob.receive_json_from(timeout=3)
     assert (message["id"], message["count"]) == (email.pk, 1)
+    await alice.disconnect()
+    await bob.disconnect()
+
+
+async def test_only_the_group_a_tool_belongs_to_receives_its_calls(run, reviewer, reviewer2):
+    @sync_to_async
+    def refunds_for_senior_only():
+        senior = Group.objects.get(name="senior")
+        reviewer.groups.add(senior)
+        ToolSetting.objects.create(tool_name="issue_refund", group=senior)
+
+    await refunds_for_senior_only()
+    alice = await connected("/ws/queue/", reviewer)
+    bob = await connected("/ws/queue/", reviewer2)
+
+    refund = await propose(run, "issue_refund", REFUND, "call_1")
+
+    message = await alice.receive_json_from(timeout=3)
+    assert (message["id"], message["can_decide"]) == (refund.pk, True)
+    assert await bob.receive_nothing(timeout=0.3)
+    await alice.disconnect()
+    await bob.disconnect()
+
+
+async def test_after_the_first_of_two_approvals_each_reviewer_sees_where_they_stand(run, reviewer, reviewer2):
+    await sync_to_async(PolicyRule.objects.create)(
+        name="two for refunds", tool_name="issue_refund", outcome=PolicyRule.Outcome.REVIEW, required_approvals=2
+    )
+    call = await propose(run, "issue_refund", REFUND, "call_1")
+    alice = await connected("/ws/queue/", reviewer)
+    bob = await connected("/ws/queue/", reviewer2)
+
+    await approve(call, reviewer)
+
+    mine, theirs = await alice.receive_json_from(timeout=3), await bob.receive_json_from(timeout=3)
+    assert mine["pending"] is theirs["pending"] is True
+    assert mine["can_decide"] is False and "You already approved this call" in mine["html"]
+    assert theirs["can_decide"] is True and 'value="approve"' in theirs["html"]
+    assert "1 of 2 approvals: alice" in theirs["html"]
     await alice.disconnect()
     await bob.disconnect()
 

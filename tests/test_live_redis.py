@@ -70,7 +70,7 @@ def test_two_asgi_processes_both_deliver_every_push_after_an_idle_gap(two_server
             message = receive_call(socket, call.pk)
             assert message["pending"] is True and message["count"] == 1
 
-        services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
+        services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
         for socket in (alice, bob):
             assert receive_call(socket, call.pk)["outcome"] == "Approved by alice"
 
