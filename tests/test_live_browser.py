@@ -152,6 +152,14 @@ def test_two_reviewers_see_each_others_decision_live(open_page, reviewer, review
     assert wait_for(lambda: Refund.objects.count() == 1, timeout=10)
     assert Decision.objects.filter(tool_call=refund).count() == 1
 
+    # B is typing a reason to reject the email when A approves it: B sees why the field stops.
+    b.keyboard.press("r")
+    b.keyboard.type("Wrong addr")
+    a.locator(f"#call-{email.pk} button[value=approve]").click()
+    expect(b.locator(f"#call-{email.pk} .live-outcome")).to_contain_text("Approved by alice")
+    expect(b.locator(f"#call-{email.pk} input[name=reason]")).to_be_disabled()
+    expect(b.locator(f"#call-{email.pk}")).to_have_count(0, timeout=8000)
+
 
 def test_a_page_that_reconnects_shows_what_was_proposed_while_it_was_away(open_page, stack, reviewer, requester, shop):
     page = is_live(open_page(reviewer))

@@ -158,6 +158,11 @@
     var decidedHere = existing.dataset.pending === "0" || inFlight(existing);
     if (inQueue(existing)) {
       if (decidedHere) return; // yours: it shows the outcome, then leaves
+      if (busy(existing)) { // they were typing in it: show them why it stops, then let it go
+        showDecided(existing, fresh);
+        setTimeout(function () { if (existing.isConnected) leaveQueue(existing); }, 3 * LEAVE_AFTER);
+        return;
+      }
       leaveQueue(existing);
       toast((msg.outcome || "Decided") + ": " + description);
     } else if (existing.classList.contains("decided-elsewhere") || !(decidedHere || msg.mine)) {
