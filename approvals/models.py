@@ -24,6 +24,29 @@ def args_hash(arguments) -> str:
     return hashlib.sha256(canonical_json(arguments).encode()).hexdigest()
 
 
+def event_canonical(*, run_id, tool_call_id, kind, actor_id, actor_label, payload, created_at, prev_hash) -> str:
+    """What an audit event's hash covers: the canonical JSON of these eight fields.
+
+    Anyone holding an export can recompute the hash; verify_audit walks the chain with it.
+    """
+    return canonical_json(
+        {
+            "run": run_id,
+            "tool_call": tool_call_id,
+            "kind": kind,
+            "actor": actor_id,
+            "actor_label": actor_label,
+            "payload": payload,
+            "created_at": created_at.isoformat(),
+            "prev_hash": prev_hash,
+        }
+    )
+
+
+def event_hash(**fields) -> str:
+    return hashlib.sha256(event_canonical(**fields).encode()).hexdigest()
+
+
 class Tier(models.TextChoices):
     READ_ONLY = "read_only", "Read-only"
     REVERSIBLE = "reversible", "Reversible"
@@ -190,7 +213,7 @@ class Decision(models.Model):
     arguments_hash = models.CharField(max_length=64, blank=True)
     reason = models.TextField(blank=True)
     final = models.BooleanField(default=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -249,8 +272,15 @@ class PolicyRule(models.Model):
         return f"{self.tool_name}: {self.field} {self.operator} {self.value} → {self.get_outcome_display().lower()}"
 
 
+HASHED_FIELDS = ("run_id", "tool_call_id", "kind", "actor_id", "actor_label", "payload", "created_at", "prev_hash")
+GENESIS_HASH = "0" * 64
+
+
 class AuditEvent(models.Model):
-    """One append-only step of the trail; each event hashes its predecessor."""
+    """One append-only step of the trail; each event hashes its predecessor.
+
+    On PostgreSQL a trigger refuses UPDATE and DELETE on this table (migration 0003).
+    """
 
     class Kind(models.TextChoices):
         RUN_STARTED = "run_started"
@@ -259,6 +289,7 @@ class AuditEvent(models.Model):
         INVALID = "invalid"
         FORBIDDEN = "forbidden"
         DECIDED = "decided"
+        EXECUTING = "executing"
         EXECUTED = "executed"
         FAILED = "failed"
         EXPIRED = "expired"
@@ -283,24 +314,17 @@ class AuditEvent(models.Model):
         ordering = ["id"]
 
     def canonical(self) -> str:
-        return canonical_json(
-            {
-                "run": self.run_id,
-                "tool_call": self.tool_call_id,
-                "kind": self.kind,
-                "actor": self.actor_id,
-                "actor_label": self.actor_label,
-                "payload": self.payload,
-                "created_at": self.created_at.isoformat(),
-                "prev_hash": self.prev_hash,
-            }
-        )
+        return event_canonical(**{name: getattr(self, name) for name in HASHED_FIELDS})
 
     def compute_hash(self) -> str:
         return hashlib.sha256(self.canonical().encode()).hexdigest()
+
+    @property
+    def hash_matches(self) -> bool:
+        return self.compute_hash() == self.hash
 
 
 class AuditHead(models.Model):
     """A single row holding the chain's last hash; locked to append in order."""
 
-    last_hash = models.CharField(max_length=64, default="0" * 64)
+    last_hash = models.CharField(max_length=64, default=GENESIS_HASH)

@@ -117,11 +117,14 @@ def run_begin_turn(run: Run) -> bool:
     A turn left "thinking" by a worker that died is taken again after the lease.
     """
     idle = Q(thinking=False) | Q(updated_at__lt=timezone.now() - TURN_LEASE)
+    was_waiting = run.status == Run.Status.WAITING
     won = Run.objects.filter(idle, pk=run.pk, status__in=Run.ACTIVE, step_count=run.step_count).update(
         status=Run.Status.RUNNING, step_count=F("step_count") + 1, thinking=True, updated_at=timezone.now()
     )
     if won:
         run.refresh_from_db()
+        if was_waiting:
+            audit.record(audit.AuditEvent.Kind.RESUMED, run=run, payload={"step": run.step_count})
         live.run_changed(run.pk)
     return bool(won)
 
@@ -248,7 +251,13 @@ def _gate(run: Run, message: Message, proposed: ProposedCall) -> ToolCall:
         audit.record(
             audit.AuditEvent.Kind.AUTO_RUN,
             tool_call=call,
-            payload={"tool": tool.name, "arguments": call.arguments, "policy": call.policy, "facts": call.facts},
+            payload={
+                "tool": tool.name,
+                "arguments": call.arguments,
+                "description": call.description,
+                "policy": call.policy,
+                "facts": call.facts,
+            },
         )
         return call
     call.status = ToolCall.Status.PENDING
@@ -422,6 +431,16 @@ def toolcall_execute(call: ToolCall) -> bool:
     expected_hash = decision.arguments_hash if decision else call.arguments_hash
     if tool is None or arguments is None or args_hash(arguments) != expected_hash:
         return _finish(call, ToolCall.Status.FAILED, "Error: the approved call could not be matched; nothing was run.", arguments)
+    audit.record(
+        audit.AuditEvent.Kind.EXECUTING,
+        tool_call=call,
+        payload={
+            "arguments": arguments,
+            "arguments_hash": args_hash(arguments),
+            "idempotency_key": call.idempotency_key,
+            "dry_run": run.dry_run,
+        },
+    )
     try:
         output = tool.run(tool.parse(arguments), ToolContext(call.idempotency_key, run.pk, run.dry_run))
         status = ToolCall.Status.EXECUTED
