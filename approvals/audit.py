@@ -14,9 +14,21 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from .models import GENESIS_HASH, HASHED_FIELDS, AuditEvent, AuditHead, ToolCall, args_hash, canonical_json, event_hash
+from .models import (
+    GENESIS_HASH,
+    HASHED_FIELDS,
+    AuditEvent,
+    AuditHead,
+    Decision,
+    ToolCall,
+    args_hash,
+    canonical_json,
+    event_hash,
+)
 
 CHUNK_SIZE = 5000
+# Who may read the trail (auditors, administrators): the admin's view permission on it.
+AUDIT_PERMISSION = "approvals.view_auditevent"
 
 
 def _as_jsonb_returns(value):
@@ -164,6 +176,27 @@ class ChainStep:
     @property
     def link_ok(self) -> bool:
         return self.previous_id is not None or self.event.prev_hash == GENESIS_HASH
+
+    @property
+    def title(self) -> str:
+        return STEP_TITLES.get(self.event.kind, self.event.get_kind_display())
+
+    @property
+    def verdict_label(self) -> str:
+        return dict(Decision.Verdict.choices).get(self.event.payload.get("verdict"), "Decided")
+
+
+STEP_TITLES = {
+    AuditEvent.Kind.PROPOSED: "Proposed, held for review",
+    AuditEvent.Kind.AUTO_RUN: "Proposed, run without review",
+    AuditEvent.Kind.INVALID: "Refused as invalid",
+    AuditEvent.Kind.FORBIDDEN: "Refused as forbidden",
+    AuditEvent.Kind.DECIDED: "Decided",
+    AuditEvent.Kind.EXPIRED: "Expired",
+    AuditEvent.Kind.EXECUTING: "Executing",
+    AuditEvent.Kind.EXECUTED: "Executed",
+    AuditEvent.Kind.FAILED: "Failed",
+}
 
 
 @dataclass(frozen=True)
