@@ -16,9 +16,9 @@ from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
+from django.core.handlers.asgi import ASGIRequest
 from django.core.paginator import Paginator
 from django.db.models import Exists, OuterRef, Subquery
-from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponseBadRequest, StreamingHttpResponse
 from django.urls import path, reverse
 from django.utils.functional import cached_property
@@ -27,12 +27,14 @@ from django.utils.html import format_html
 from . import audit, export, insight, search
 from .export import parse_moment
 from .models import AuditEvent, Decision, Message, PolicyRule, Run, ToolCall
+from .templatetags.review import reveal
 from .tools import registry
 
 AUDITORS = "auditors"
 
 
 def is_auditor(request: HttpRequest) -> bool:
+    """Whether the user is in the auditors group (asked once per request)."""
     if not hasattr(request, "_reviewhub_auditor"):
         user = request.user
         request._reviewhub_auditor = user.is_authenticated and user.groups.filter(name=AUDITORS).exists()
@@ -194,7 +196,12 @@ class RecordAdmin(admin.ModelAdmin):
 
 
 def _pretty(value) -> str:
-    return format_html("<pre class='rh-json'>{}</pre>", json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
+    """JSON for people: indented, escaped, invisible and bidirectional characters made visible."""
+    return format_html("<pre class='rh-json'>{}</pre>", reveal(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)))
+
+
+def _text(value) -> str:
+    return format_html("<div class='rh-text'>{}</div>", reveal(value)) if value else "—"
 
 
 class ToolCallInline(admin.TabularInline):
@@ -238,8 +245,8 @@ class ToolCallAdmin(RecordAdmin):
     sortable_by = ["id", "created"]
     ordering = ["-created_at", "-pk"]  # the created_at index serves a date filter and the order at once
     fieldsets = [
-        ("Proposal", {"fields": ["run", "call_id", "tool_name", "tier", "description", "arguments_shown", "facts_shown", "policy_shown", "reasoning", "user_request"]}),
-        ("Outcome", {"fields": ["status", "required_approvals", "expires_at", "approved_arguments_shown", "idempotency_key", "claimed_at", "executed_at", "output"]}),
+        ("Proposal", {"fields": ["run", "call_id", "tool_name", "tier", "description", "arguments_shown", "facts_shown", "policy_shown", "reasoning_shown", "user_request_shown"]}),
+        ("Outcome", {"fields": ["status", "required_approvals", "expires_at", "approved_arguments_shown", "idempotency_key", "claimed_at", "executed_at", "output_shown"]}),
     ]
     readonly_fields = [field for _, options in fieldsets for field in options["fields"]]
 
@@ -280,7 +287,7 @@ class ToolCallAdmin(RecordAdmin):
 
     @admin.display(description="arguments proposed")
     def arguments_shown(self, call):
-        return _pretty(call.arguments) if call.arguments is not None else call.raw_arguments
+        return _pretty(call.arguments) if call.arguments is not None else _text(call.raw_arguments)
 
     @admin.display(description="facts fetched")
     def facts_shown(self, call):
@@ -293,6 +300,18 @@ class ToolCallAdmin(RecordAdmin):
     @admin.display(description="approved arguments")
     def approved_arguments_shown(self, call):
         return _pretty(call.approved_arguments) if call.approved_arguments is not None else "—"
+
+    @admin.display(description="agent's reasoning (from the model)")
+    def reasoning_shown(self, call):
+        return _text(call.reasoning)
+
+    @admin.display(description="user request")
+    def user_request_shown(self, call):
+        return _text(call.user_request)
+
+    @admin.display(description="output")
+    def output_shown(self, call):
+        return _text(call.output)
 
 
 @admin.register(Decision)

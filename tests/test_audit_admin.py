@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from agents import loop
 from approvals import services
-from approvals.models import AuditEvent, Decision, PolicyRule, ToolCall
+from approvals.models import AuditEvent, PolicyRule, ToolCall
 from tests.tampering import tampering
 
 pytestmark = pytest.mark.django_db
@@ -212,3 +212,10 @@ def test_a_capped_list_says_there_are_more(client, auditor, refund, monkeypatch)
     client.force_login(auditor)
     page = client.get(changelist("auditevent")).content.decode()
     assert "More than 3 audit events" in page
+
+
+def test_hidden_characters_in_what_the_model_wrote_are_made_visible(client, auditor, refund):
+    ToolCall.objects.filter(pk=refund.pk).update(reasoning="Refund \u202eevil\u202c now")
+    client.force_login(auditor)
+    page = client.get(change("toolcall", refund.pk)).content.decode()
+    assert "[U+202E]" in page and "\u202e" not in page
