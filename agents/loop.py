@@ -38,8 +38,11 @@ def advance(run_id: int) -> None:
         if run.step_count >= run.max_steps:
             services.run_fail(run, f"Stopped after {run.max_steps} model turns (the step limit).")
             return
+        was_waiting = run.status == Run.Status.WAITING
         if not services.run_begin_turn(run):
             return  # another worker is taking this turn
+        if was_waiting:
+            services.run_resumed(run)
         try:
             reply = llm.complete(transcript(run), registry.openai_specs())
         except llm.ModelError as exc:

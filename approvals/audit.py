@@ -196,6 +196,7 @@ STEP_TITLES = {
     AuditEvent.Kind.EXECUTING: "Executing",
     AuditEvent.Kind.EXECUTED: "Executed",
     AuditEvent.Kind.FAILED: "Failed",
+    AuditEvent.Kind.UNDONE: "Undone",
 }
 
 

@@ -142,6 +142,7 @@ class ToolCall(models.Model):
         REJECTED = "rejected", "Rejected"
         EXPIRED = "expired", "Expired"
         CANCELLED = "cancelled", "Cancelled"
+        UNDONE = "undone", "Undone"
 
     DECIDED = (Status.APPROVED, Status.EXECUTING, Status.EXECUTED, Status.FAILED, Status.REJECTED, Status.EXPIRED)
 
@@ -297,6 +298,7 @@ class AuditEvent(models.Model):
         COMPLETED = "completed"
         RUN_FAILED = "run_failed"
         CANCELLED = "cancelled"
+        UNDONE = "undone"
 
     run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events")
     tool_call = models.ForeignKey(

@@ -11,7 +11,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from . import audit, live, policy
-from .access import can_decide
+from .access import can_decide, is_reviewer
 from .models import Decision, Message, Run, Tier, ToolCall, args_hash
 from .tools import ArgumentsInvalid, ToolContext, ToolError, registry
 
@@ -117,16 +117,17 @@ def run_begin_turn(run: Run) -> bool:
     A turn left "thinking" by a worker that died is taken again after the lease.
     """
     idle = Q(thinking=False) | Q(updated_at__lt=timezone.now() - TURN_LEASE)
-    was_waiting = run.status == Run.Status.WAITING
     won = Run.objects.filter(idle, pk=run.pk, status__in=Run.ACTIVE, step_count=run.step_count).update(
         status=Run.Status.RUNNING, step_count=F("step_count") + 1, thinking=True, updated_at=timezone.now()
     )
     if won:
         run.refresh_from_db()
-        if was_waiting:
-            audit.record(audit.AuditEvent.Kind.RESUMED, run=run, payload={"step": run.step_count})
         live.run_changed(run.pk)
     return bool(won)
+
+
+def run_resumed(run: Run) -> None:
+    audit.record(audit.AuditEvent.Kind.RESUMED, run=run, payload={"step": run.step_count})
 
 
 @transaction.atomic
@@ -466,6 +467,31 @@ def _finish(call: ToolCall, status: str, output: str, arguments) -> bool:
     _record_output(call, output)
     live.call_changed(call.pk)
     return True
+
+
+class UndoError(Exception):
+    pass
+
+
+@transaction.atomic
+def toolcall_undo(*, call: ToolCall, user) -> str:
+    """Undo an executed reversible call, once, and record who did it."""
+    call = ToolCall.objects.select_for_update().get(pk=call.pk)
+    tool = registry.get(call.tool_name)
+    if call.tier != Tier.REVERSIBLE or tool is None or tool.undo is None:
+        raise UndoError("Only reversible tools can be undone.")
+    if call.status != ToolCall.Status.EXECUTED:
+        raise UndoError(f"Only executed calls can be undone; this one is {call.get_status_display().lower()}.")
+    if call.run.dry_run:
+        raise UndoError("A dry run wrote nothing to undo.")
+    if not is_reviewer(user):
+        raise UndoError("Only reviewers can undo calls.")
+    result = str(tool.undo(call.idempotency_key))
+    ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.UNDONE)
+    audit.record(audit.AuditEvent.Kind.UNDONE, tool_call=call, actor=user, payload={"result": result})
+    live.call_changed(call.pk)
+    live.run_changed(call.run_id)
+    return result
 
 
 def edit_summary(original: dict, edited: dict) -> str:

@@ -97,8 +97,6 @@ def call_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if status == 200 and not request.htmx:
         messages.success(request, f"{call.get_status_display()}: {call.description}")
         return redirect("approvals:queue")
-    if status != 200 and not request.htmx and status != 400:
-        messages.error(request, error_message)
     context = _panel_context(
         request, call, edit_values=edit_values, errors=errors, error_message=error_message, editing=action == "edit" and status == 400
     )
@@ -131,6 +129,12 @@ def run_action(request: HttpRequest, pk: int) -> HttpResponse:
     if action == "retry":
         services.run_retry(run=run, user=request.user)
         messages.info(request, "The run was put back in the queue.")
+    elif action == "undo":
+        call = get_object_or_404(ToolCall, pk=request.POST.get("call"), run=run)
+        try:
+            messages.info(request, f"Undone: {services.toolcall_undo(call=call, user=request.user)}")
+        except services.UndoError as exc:
+            messages.error(request, str(exc))
     elif action == "cancel":
         services.run_cancel(run=run, user=request.user)
         messages.info(request, "The run was cancelled.")

@@ -1,0 +1,106 @@
+"""A reviewer in a real browser, against the embedded demo that `make run` starts."""
+
+import sqlite3
+import time
+
+import pytest
+
+from .stack import CHROMIUM_ARGS, Processes, chromium_path, free_port, wait_for_http
+
+pytestmark = pytest.mark.browser
+
+PASSWORD = "review-demo-2026"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    var = tmp_path_factory.mktemp("demo-var")
+    port = free_port()
+    processes = Processes(
+        {
+            "DJANGO_SETTINGS_MODULE": "reviewhub.settings",
+            "REVIEWHUB_VAR_DIR": str(var),
+            "DATABASE_URL": "",
+            "REDIS_URL": "",
+            "OPENAI_API_KEY": "",
+            "OPENAI_BASE_URL": "",
+        }
+    )
+    proc = processes.start("manage.py", "demo", "--port", str(port), log_name="demo")
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/login/", timeout=60, process=proc)
+        db = var / "reviewhub.sqlite3"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with sqlite3.connect(db) as conn:
+                if conn.execute("select count(*) from approvals_toolcall where status='pending'").fetchone()[0] >= 3:
+                    break
+            time.sleep(0.2)
+        yield {"url": f"http://127.0.0.1:{port}", "db": db}
+    finally:
+        processes.stop()
+
+
+@pytest.fixture
+def page():
+    executable = chromium_path()
+    if executable is None:
+        pytest.skip("Debian's chromium is not installed (make test installs it with apt-get).")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.set_default_timeout(15000)
+        yield page
+        browser.close()
+
+
+def test_a_reviewer_edits_a_490_refund_to_49_approves_it_and_the_run_completes(demo, page):
+    from playwright.sync_api import expect
+
+    page.goto(demo["url"] + "/")
+    page.fill("input[name=username]", "reviewer")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    expect(page.locator("h1")).to_have_text("Review queue")
+
+    card = page.locator("article.call", has_text="Refund $490.00 to Dana Smith for order A-1001 (order total $49.00)")
+    expect(card).to_be_visible()
+    expect(card.locator(".facts")).to_contain_text("$49.00")
+    card.get_by_role("link", name="Edit…").click()
+    amount = card.locator("input[name=arg_amount]")
+    expect(amount).to_have_value("490.0")
+    amount.fill("-3")
+    card.get_by_role("button", name="Approve with these arguments").click()
+    expect(card.locator(".field.invalid")).to_contain_text("Input should be greater than 0")
+    amount = card.locator("input[name=arg_amount]")
+    amount.fill("49")
+    card.get_by_role("button", name="Approve with these arguments").click()
+    expect(card.locator(".outcome")).to_contain_text("Edited and approved by reviewer")
+
+    card.get_by_role("link", name="run").first.click()
+    expect(page.locator("#run-status")).to_have_text("Completed", timeout=20000)
+    expect(page.locator(".transcript")).to_contain_text("Refunded $49.00 on order A-1001")
+
+    with sqlite3.connect(demo["db"]) as conn:
+        amounts = [row[0] for row in conn.execute("select amount from agents_refund")]
+    assert [float(a) for a in amounts] == [49.0]
+
+
+def test_the_queue_works_without_javascript(demo, page):
+    from playwright.sync_api import expect
+
+    page.context.close()
+    browser = page.context.browser
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(demo["url"] + "/login/")
+    page.fill("input[name=username]", "reviewer")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    card = page.locator("article.call", has_text="Send an email to dana.smith@gmail.co")
+    card.locator("input[name=reason]").fill("Wrong address: Dana is dana.smith@example.com")
+    card.get_by_role("button", name="Reject").click()
+    expect(page.locator(".flash")).to_contain_text("Rejected")
+    expect(page.locator("article.call", has_text="Send an email to dana.smith@gmail.co")).to_have_count(0)
