@@ -7,6 +7,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.utils import timezone
 
+from approvals.models import PolicyRule, ToolSetting
+
 from .models import Customer, Order
 
 CUSTOMERS = [
@@ -72,6 +74,42 @@ def seed_users() -> dict:
         requester.set_unusable_password()
         requester.save()
     return {"reviewer": reviewer, "auditor": auditor, "requester": requester}
+
+
+def seed_governance() -> None:
+    """Who decides what, and how long calls may wait: large refunds only by "senior";
+    refunds and emails wait at most an hour, then an overdue refund goes to "senior" once."""
+    setup_roles()
+    senior = Group.objects.get(name="senior")
+    PolicyRule.objects.get_or_create(
+        name="Refunds over $500: senior reviewers only",
+        defaults={
+            "tool_name": "issue_refund",
+            "field": "amount",
+            "operator": PolicyRule.Operator.GT,
+            "value": 500,
+            "outcome": PolicyRule.Outcome.REVIEW,
+            "group": senior,
+            "order": 5,
+        },
+    )
+    PolicyRule.objects.get_or_create(
+        name="Refunds of at most $50 run without review (trial)",
+        defaults={
+            "tool_name": "issue_refund",
+            "field": "amount",
+            "operator": PolicyRule.Operator.LE,
+            "value": 50,
+            "outcome": PolicyRule.Outcome.RUN,
+            "shadow": True,
+            "order": 20,
+        },
+    )
+    ToolSetting.objects.get_or_create(
+        tool_name="issue_refund",
+        defaults={"timeout_minutes": 60, "on_expiry": ToolSetting.OnExpiry.ESCALATE, "escalate_to": senior},
+    )
+    ToolSetting.objects.get_or_create(tool_name="send_email", defaults={"timeout_minutes": 60})
 
 
 DEMO_REQUESTS = [

@@ -33,12 +33,16 @@ def _call(name: str, arguments: dict) -> dict:
     return {"name": name, "arguments": arguments}
 
 
-def plan(instruction: str) -> tuple[str, list[dict]]:
-    """What the agent says and which tools it calls for a user instruction."""
+def plan(instruction: str, default_order: str = "A-1001") -> tuple[str, list[dict]]:
+    """What the agent says and which tools it calls for a user instruction.
+
+    An instruction that names no order (a reviewer's guidance, say) is about the
+    order of the conversation so far, default_order.
+    """
     text = instruction.lower()
     orders = ORDER.findall(instruction)
     amounts = [float(a) for a in AMOUNT.findall(instruction)]
-    order = orders[0] if orders else "A-1001"
+    order = orders[0] if orders else default_order
     if "delete" in text and "customer" in text:
         return "The customer wants their account removed; I'll delete the customer record.", [
             _call("delete_customer", {"customer_id": 1})
@@ -93,10 +97,12 @@ def follow_up(messages: list[dict]) -> tuple[str, list[dict]]:
 
 
 def respond(messages: list[dict]) -> tuple[str, list[dict]]:
+    """Plan from the latest user message (the request, or a reviewer's guidance after tool outputs)."""
     last = messages[-1] if messages else {"role": "user", "content": ""}
     if last.get("role") == "tool":
         return follow_up(messages)
-    return plan(last.get("content") or "")
+    mentioned = [o for m in messages if m.get("role") == "user" for o in ORDER.findall(m.get("content") or "")]
+    return plan(last.get("content") or "", mentioned[0] if mentioned else "A-1001")
 
 
 class ModelServer(ThreadingHTTPServer):

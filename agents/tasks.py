@@ -11,5 +11,6 @@ def advance_run(run_id: int) -> None:
 
 
 @shared_task(ignore_result=True)
-def expire_overdue() -> int:
-    return services.expire_overdue()
+def expire_overdue() -> dict:
+    """Celery beat runs this every 30 s: flag calls near their deadline, escalate or expire overdue ones."""
+    return services.deadlines_apply()

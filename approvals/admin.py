@@ -1,7 +1,8 @@
 """The admin: the record, read-only for everyone and the only view auditors need.
 
 Members of the "auditors" group see runs, calls, decisions, rules and the audit
-trail and can change nothing (not even policy rules, which administrators edit).
+trail and can change nothing (not even policy rules and tool settings, which
+administrators edit in rules_admin.py; see auditors.py).
 Each call's page shows its chain from proposal to result, every event checked
 against its hash. The lists stay fast on a million events: no COUNT(*) over
 the table (CappedPaginator), related rows in the same query, filters that need
@@ -19,26 +20,17 @@ from django.core.exceptions import PermissionDenied
 from django.core.handlers.asgi import ASGIRequest
 from django.core.paginator import Paginator
 from django.db.models import Exists, OuterRef, Subquery
-from django.http import HttpRequest, HttpResponseBadRequest, StreamingHttpResponse
+from django.http import HttpResponseBadRequest, StreamingHttpResponse
 from django.urls import path, reverse
 from django.utils.functional import cached_property
 from django.utils.html import format_html
 
 from . import audit, export, insight, search
+from . import rules_admin  # noqa: F401  (policy rules, tool settings, shadow results)
 from .export import parse_moment
-from .models import AuditEvent, Decision, Message, PolicyRule, Run, ToolCall
+from .models import AuditEvent, Decision, Message, Run, ToolCall
 from .templatetags.review import reveal
 from .tools import registry
-
-AUDITORS = "auditors"
-
-
-def is_auditor(request: HttpRequest) -> bool:
-    """Whether the user is in the auditors group (asked once per request)."""
-    if not hasattr(request, "_reviewhub_auditor"):
-        user = request.user
-        request._reviewhub_auditor = user.is_authenticated and user.groups.filter(name=AUDITORS).exists()
-    return request._reviewhub_auditor
 
 
 class CappedPaginator(Paginator):
@@ -404,22 +396,3 @@ class AuditEventAdmin(RecordAdmin):
             return "✓ the content matches the hash"
         return format_html("<strong class='rh-bad'>✗ the content does not match the hash: this event was changed</strong>")
 
-
-@admin.register(PolicyRule)
-class PolicyRuleAdmin(admin.ModelAdmin):
-    """Administrators edit rules here; auditors only look."""
-
-    list_display = ["name", "tool_name", "field", "operator", "value", "outcome", "required_approvals", "order", "enabled"]
-    list_editable = ["order", "enabled"]
-    list_filter = ["tool_name", "outcome", "enabled"]
-    search_fields = ["name", "tool_name"]
-    show_facets = admin.ShowFacets.NEVER
-
-    def has_add_permission(self, request):
-        return not is_auditor(request) and super().has_add_permission(request)
-
-    def has_change_permission(self, request, obj=None):
-        return not is_auditor(request) and super().has_change_permission(request, obj)
-
-    def has_delete_permission(self, request, obj=None):
-        return not is_auditor(request) and super().has_delete_permission(request, obj)

@@ -197,6 +197,11 @@ STEP_TITLES = {
     AuditEvent.Kind.EXECUTED: "Executed",
     AuditEvent.Kind.FAILED: "Failed",
     AuditEvent.Kind.UNDONE: "Undone",
+    AuditEvent.Kind.REVIEW_CLAIMED: "Opened for review",
+    AuditEvent.Kind.REVIEW_RELEASED: "Released",
+    AuditEvent.Kind.DEADLINE_NEAR: "Deadline near",
+    AuditEvent.Kind.ESCALATED: "Escalated",
+    AuditEvent.Kind.RETURNED: "Returned to the queue",
 }
 
 

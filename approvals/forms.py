@@ -78,8 +78,12 @@ def parse_edit(tool: Tool, data) -> dict:
             raise EditInvalid({"arguments_json": ["Arguments must be a JSON object."]})
         return value
     schema = tool.args_model.model_json_schema()
+    properties = schema.get("properties", {})
     arguments, errors = {}, {}
-    for name, prop in schema.get("properties", {}).items():
+    for key in data:
+        if key.startswith("arg_") and key[4:] not in properties:
+            errors[key[4:]] = ["Unknown field."]
+    for name, prop in properties.items():
         kind = _kind(prop)
         text = data.get(f"arg_{name}")
         if kind == "boolean":

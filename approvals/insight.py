@@ -5,27 +5,42 @@
 - decision times: per tool, the median and 90th percentile from proposal to the
   final human decision (for decisions made in the window);
 - reviewer load: each reviewer's decisions in the window, and whether they approve
-  faster than anyone could read. "Faster" is measured from the proposal, the
-  only moment the record holds for every call: it is an upper bound on the time a
-  reviewer had, so a median under FAST_APPROVAL is certainly too fast.
+  faster than anyone could read: the median time from the moment that reviewer
+  opened the call (their review_claimed event) to their approval, or from the
+  proposal where they left no such event (an upper bound on the time they had);
+  under FAST_APPROVAL they cannot have read the facts;
+- shadow rules: how often each rule in shadow mode agreed with people's decisions
+  on the calls proposed in the window.
 
 Every query filters on an indexed date column, so the cost follows the window
 (30 days by default), not the size of the record.
 """
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from math import ceil, floor
 
 from django import forms
-from django.db.models import Aggregate, Count, DurationField, Exists, ExpressionWrapper, F, FilteredRelation, OuterRef, Q
+from django.db.models import (
+    Aggregate,
+    Count,
+    DurationField,
+    Exists,
+    ExpressionWrapper,
+    F,
+    FilteredRelation,
+    OuterRef,
+    Q,
+    Subquery,
+)
+from django.db.models.functions import Coalesce
 from django.db.models.fields.json import KT
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from . import charts
-from .models import Decision, ToolCall
+from .models import AuditEvent, Decision, ShadowResult, ToolCall
 from .tools import registry
 
 AUTO_RUN = "auto_run"
@@ -42,10 +57,11 @@ MAX_DAYS = 366
 
 
 def outcome_filter(outcome: str) -> Q:
-    """Calls with this outcome: the policy ran them, or their final decision has this verdict."""
+    """Calls with this outcome: the policy ran them, or the decision that settled their last review round has this verdict."""
     if outcome == AUTO_RUN:
         return Q(policy__action="run")
-    return Q(Exists(Decision.objects.filter(tool_call=OuterRef("pk"), final=True, verdict=outcome)))
+    settled = Decision.objects.filter(tool_call=OuterRef("pk"), final=True, round=OuterRef("review_round"), verdict=outcome)
+    return Q(Exists(settled))
 
 
 # --- a percentile that works on PostgreSQL and SQLite --------------------------------------
@@ -178,9 +194,15 @@ def outcome_counts(window: Window) -> dict[str, dict[date, Counter]]:
     """{tool: {day: Counter(outcome: calls)}}, by the day each call was proposed."""
     rows = (
         _calls(window)
-        # A decision never precedes its call: the date condition changes no result and
-        # lets the database read only the window's decisions, by their created_at index.
-        .annotate(final=FilteredRelation("decisions", condition=Q(decisions__final=True, decisions__created_at__gte=window.since)))
+        # The decision that settled the last review round (a call sent back to the queue is
+        # reviewed again). A decision never precedes its call: the date condition changes
+        # no result and lets the database read only the window's decisions, by their index.
+        .annotate(
+            final=FilteredRelation(
+                "decisions",
+                condition=Q(decisions__final=True, decisions__round=F("review_round"), decisions__created_at__gte=window.since),
+            )
+        )
         .values(day=TruncDate("created_at"), tool=F("tool_name"), verdict=F("final__verdict"), action=KT("policy__action"))
         .annotate(n=Count("pk"))
         .order_by()
@@ -218,10 +240,10 @@ class DecisionTime:
 
 
 def decision_times(window: Window) -> list[DecisionTime]:
-    """Per tool: proposal to final human decision, for decisions made in the window."""
+    """Per tool: from proposal to the human decision that settled the call, for decisions made in the window."""
     rows = (
         _decisions(window)
-        .filter(final=True)
+        .filter(final=True, round=F("tool_call__review_round"))
         .values(tool=F("tool_call__tool_name"))
         .annotate(n=Count("pk"), p50=Percentile(WAIT, 0.5), p90=Percentile(WAIT, 0.9))
         .order_by("tool")
@@ -244,6 +266,23 @@ class ReviewerLoad:
         return self.approve_median is not None and self.approve_median < FAST_APPROVAL
 
 
+# When this reviewer opened the call (their latest claim before deciding), else when it was proposed.
+OPENED = Coalesce(
+    Subquery(
+        AuditEvent.objects.filter(
+            tool_call=OuterRef("tool_call"),
+            kind=AuditEvent.Kind.REVIEW_CLAIMED,
+            actor=OuterRef("reviewer"),
+            created_at__lte=OuterRef("created_at"),
+        )
+        .order_by("-created_at")
+        .values("created_at")[:1]
+    ),
+    F("tool_call__created_at"),
+)
+READ_TIME = ExpressionWrapper(F("created_at") - OPENED, output_field=DurationField())
+
+
 def reviewer_load(window: Window) -> list[ReviewerLoad]:
     """Each reviewer's decisions in the window (every decision counts, final or one of N)."""
     approvals = Q(verdict=Decision.Verdict.APPROVE)
@@ -256,7 +295,7 @@ def reviewer_load(window: Window) -> list[ReviewerLoad]:
             edited=Count("pk", filter=Q(verdict=Decision.Verdict.EDIT)),
             rejected=Count("pk", filter=Q(verdict=Decision.Verdict.REJECT)),
             median=Percentile(WAIT, 0.5),
-            approve_median=Percentile(WAIT, 0.5, filter=approvals),
+            approve_median=Percentile(READ_TIME, 0.5, filter=approvals),
         )
         .order_by("-n", "name")
     )
@@ -267,12 +306,43 @@ def reviewer_load(window: Window) -> list[ReviewerLoad]:
 
 
 @dataclass(frozen=True)
+class ShadowAgreement:
+    name: str
+    tool: str
+    outcome: str
+    matched: int
+    compared: int
+    agreed: int
+
+    @property
+    def percent(self) -> int | None:
+        return round(100 * self.agreed / self.compared) if self.compared else None
+
+
+def shadow_agreement(window: Window) -> list[ShadowAgreement]:
+    """Per shadow rule: calls proposed in the window it matched, how many people decided, how many it agreed with."""
+    results = ShadowResult.objects.filter(tool_call__created_at__gte=window.since, tool_call__created_at__lt=window.before)
+    if window.tool:
+        results = results.filter(tool_call__tool_name=window.tool)
+    rows = (
+        results.values("rule_id", "outcome", name=F("rule__name"), tool=F("rule__tool_name"))
+        .annotate(
+            matched=Count("pk"),
+            compared=Count("pk", filter=Q(agreed__isnull=False)),
+            agreed=Count("pk", filter=Q(agreed=True)),
+        )
+        .order_by("tool", "name")
+    )
+    return [ShadowAgreement(r["name"], r["tool"], r["outcome"], r["matched"], r["compared"], r["agreed"]) for r in rows]
+
+
+@dataclass(frozen=True)
 class Report:
     window: Window
     outcomes: list[ToolOutcomes]
     decision_times: list[DecisionTime]
     reviewers: list[ReviewerLoad]
-    shadow_rules: list = field(default_factory=list)
+    shadow_rules: list[ShadowAgreement]
 
     @property
     def outcome_labels(self) -> tuple:
@@ -300,4 +370,4 @@ def _seconds(delta: timedelta | None) -> float:
 
 
 def report(window: Window) -> Report:
-    return Report(window, outcomes(window), decision_times(window), reviewer_load(window))
+    return Report(window, outcomes(window), decision_times(window), reviewer_load(window), shadow_agreement(window))

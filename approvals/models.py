@@ -11,8 +11,10 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
+from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 
@@ -45,6 +47,26 @@ def event_canonical(*, run_id, tool_call_id, kind, actor_id, actor_label, payloa
 
 def event_hash(**fields) -> str:
     return hashlib.sha256(event_canonical(**fields).encode()).hexdigest()
+
+
+def arguments_diff(before: dict | None, after: dict | None) -> list[dict]:
+    """Field by field, what differs between two sets of arguments."""
+    before, after = before or {}, after or {}
+    return [
+        {"name": key, "before": before.get(key), "after": after.get(key), "added": key not in before, "removed": key not in after}
+        for key in sorted(set(before) | set(after))
+        if before.get(key) != after.get(key) or (key in before) != (key in after)
+    ]
+
+
+def duration_text(delta: timedelta) -> str:
+    """1 h, 90 min, 45 s: how long a deadline was, in the words of a decision's reason."""
+    seconds = int(delta.total_seconds())
+    if seconds >= 3600 and seconds % 3600 == 0:
+        return f"{seconds // 3600} h"
+    if seconds >= 60:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds} s"
 
 
 class Tier(models.TextChoices):
@@ -158,16 +180,33 @@ class ToolCall(models.Model):
     policy = models.JSONField(default=dict, blank=True)
     required_approvals = models.PositiveSmallIntegerField(default=1)
     description = models.TextField(blank=True)
+    # After a reviewer's edit: the description of the edited call (description stays the model's proposal).
+    edited_description = models.TextField(blank=True)
     facts = models.JSONField(default=dict, blank=True)
     reasoning = models.TextField(blank=True)
     user_request = models.TextField(blank=True)
     expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    # While pending: a reviewer's edit that others are asked to approve (N-of-M); once approved: what runs.
     approved_arguments = models.JSONField(null=True, blank=True)
     output = models.TextField(blank=True)
     output_recorded = models.BooleanField(default=False)
     claimed_at = models.DateTimeField(null=True, blank=True)
     executed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # Who may decide: members of this group only (empty: any reviewer). Set by policy, changed by escalation.
+    review_group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    # A call returned to the queue (facts changed, policy changed) is reviewed again in a new round.
+    review_round = models.PositiveSmallIntegerField(default=1)
+    returned_reason = models.TextField(blank=True)
+    changed_facts = models.JSONField(default=dict, blank=True)
+    # "Being reviewed by X": a hint for other reviewers, never a lock.
+    reviewing_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reviewing_until = models.DateTimeField(null=True, blank=True)
+    warn_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    warned_at = models.DateTimeField(null=True, blank=True)
+    escalated_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -196,8 +235,65 @@ class ToolCall(models.Model):
             return None
         return max(self.expires_at - timezone.now(), timedelta(0))
 
+    @property
+    def near_deadline(self) -> bool:
+        return self.is_pending and self.warn_at is not None and self.warn_at <= timezone.now()
+
+    @property
+    def review_arguments(self):
+        """The arguments reviewers are asked about: the model's, or an edit already approved by someone."""
+        return self.approved_arguments if self.approved_arguments is not None else self.arguments
+
+    @property
+    def review_hash(self) -> str:
+        """The hash a decision must be bound to."""
+        if self.approved_arguments is None:
+            return self.arguments_hash
+        return args_hash(self.approved_arguments)
+
+    @property
+    def pretty_review_arguments(self) -> str:
+        return json.dumps(self.review_arguments, indent=2, ensure_ascii=False, sort_keys=True)
+
+    @property
+    def changes(self) -> list[dict]:
+        """How a reviewer's edit differs from what the model proposed."""
+        if self.arguments is None or self.approved_arguments is None:
+            return []
+        return arguments_diff(self.arguments, self.approved_arguments)
+
+    @property
+    def current_description(self) -> str:
+        return self.edited_description or self.description
+
+    @property
+    def fact_rows(self) -> list[dict]:
+        """The facts for display, each marked if it changed since the call was last reviewed."""
+        changed = self.changed_facts or {}
+        return [
+            {"key": key, "value": value, "changed": key in changed, "before": (changed.get(key) or {}).get("before")}
+            for key, value in (self.facts or {}).items()
+        ]
+
+    @property
+    def current_reviewer(self):
+        """Who said they are looking at this call, while that still holds."""
+        if self.reviewing_by_id and self.reviewing_until and self.reviewing_until > timezone.now():
+            return self.reviewing_by
+        return None
+
     def final_decision(self):
-        return self.decisions.filter(final=True).select_related("reviewer").first()
+        return self.decisions.filter(final=True).select_related("reviewer").order_by("-id").first()
+
+    def round_approvals(self) -> list["Decision"]:
+        """Approvals in this review round of exactly the arguments now under review."""
+        return list(
+            self.decisions.filter(
+                round=self.review_round,
+                verdict__in=(Decision.Verdict.APPROVE, Decision.Verdict.EDIT),
+                arguments_hash=self.review_hash,
+            ).select_related("reviewer")
+        )
 
 
 class Decision(models.Model):
@@ -213,15 +309,21 @@ class Decision(models.Model):
     arguments = models.JSONField(null=True, blank=True)
     arguments_hash = models.CharField(max_length=64, blank=True)
     reason = models.TextField(blank=True)
+    # What the reviewer tells the agent to do instead; the model reads it after the step's tool outputs.
+    guidance = models.TextField(blank=True)
+    # The decision that settled the call (for N approvals: the Nth). One per review round.
     final = models.BooleanField(default=True)
+    round = models.PositiveSmallIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
         ordering = ["created_at", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["tool_call"], condition=Q(final=True), name="decision_one_final"),
+            models.UniqueConstraint(fields=["tool_call", "round"], condition=Q(final=True), name="decision_one_final"),
             models.UniqueConstraint(
-                fields=["tool_call", "reviewer"], condition=Q(reviewer__isnull=False), name="decision_one_per_reviewer"
+                fields=["tool_call", "round", "reviewer"],
+                condition=Q(reviewer__isnull=False),
+                name="decision_one_per_reviewer",
             ),
         ]
 
@@ -234,12 +336,13 @@ class PolicyRule(models.Model):
     """A rule as data: for a tool, a condition on one argument, and an outcome.
 
     Rules are evaluated in order; the first enabled rule whose condition holds
-    decides. Without a matching rule, the tool's tier decides.
+    decides. Without a matching rule, the tool's tier decides. A shadow rule
+    never decides: it records what it would have decided, next to what people did.
     """
 
     class Outcome(models.TextChoices):
         RUN = "run", "Run without review"
-        REVIEW = "review", "Require review"
+        REVIEW = "review", "Require review (by N distinct reviewers)"
         FORBID = "forbid", "Forbid"
 
     class Operator(models.TextChoices):
@@ -257,9 +360,22 @@ class PolicyRule(models.Model):
     operator = models.CharField(max_length=8, choices=Operator.choices, default=Operator.ANY)
     value = models.JSONField(null=True, blank=True, help_text="JSON value to compare with, e.g. 20.")
     outcome = models.CharField(max_length=16, choices=Outcome.choices)
-    required_approvals = models.PositiveSmallIntegerField(default=1)
+    required_approvals = models.PositiveSmallIntegerField(
+        default=1, help_text="For “require review”: how many different reviewers must approve."
+    )
+    group = models.ForeignKey(
+        Group,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="For “require review”: only members of this group may decide matching calls.",
+    )
     order = models.PositiveIntegerField(default=100)
     enabled = models.BooleanField(default=True)
+    shadow = models.BooleanField(
+        default=False, help_text="Shadow mode: never decides; records what it would have decided next to the human decision."
+    )
 
     class Meta:
         ordering = ["order", "id"]
@@ -267,10 +383,116 @@ class PolicyRule(models.Model):
     def __str__(self):
         return self.name
 
+    def clean(self):
+        if self.operator != self.Operator.ANY and not self.field:
+            raise ValidationError({"field": "Name the argument this condition compares."})
+        if self.outcome != self.Outcome.REVIEW and (self.required_approvals != 1 or self.group_id):
+            raise ValidationError("Approvals and a group only apply to the outcome “require review”.")
+        if self.required_approvals < 1:
+            raise ValidationError({"required_approvals": "At least one approval."})
+
+    def shadow_summary(self) -> str:
+        """How often this rule, in shadow mode, agreed with the people who decided."""
+        stats = self.shadow_results.aggregate(
+            matched=Count("id"),
+            compared=Count("id", filter=Q(agreed__isnull=False)),
+            agreed=Count("id", filter=Q(agreed=True)),
+        )
+        if not stats["matched"]:
+            return "no calls matched yet"
+        if not stats["compared"]:
+            return f"matched {stats['matched']} call(s); none decided by a person yet"
+        percent = round(100 * stats["agreed"] / stats["compared"])
+        return f"agreed {stats['agreed']} of {stats['compared']} decisions ({percent}%); matched {stats['matched']} call(s)"
+
     def describe(self) -> str:
+        outcome = self.get_outcome_display().lower()
+        if self.outcome == self.Outcome.REVIEW:
+            outcome = "require " + (f"{self.required_approvals} approvals" if self.required_approvals > 1 else "review")
+            if self.group_id:
+                outcome += f" by “{self.group.name}”"
         if self.operator == self.Operator.ANY:
-            return f"{self.tool_name}: always {self.get_outcome_display().lower()}"
-        return f"{self.tool_name}: {self.field} {self.operator} {self.value} → {self.get_outcome_display().lower()}"
+            return f"{self.tool_name}: always {outcome}"
+        return f"{self.tool_name}: {self.field} {self.operator} {self.value} → {outcome}"
+
+
+class ToolSetting(models.Model):
+    """How one tool's calls are reviewed: by whom, how long they may wait, and what happens then."""
+
+    class OnExpiry(models.TextChoices):
+        REJECT = "reject", "Reject"
+        ESCALATE = "escalate", "Escalate to a group (once), then reject"
+
+    tool_name = models.CharField(max_length=200, unique=True)
+    group = models.ForeignKey(
+        Group,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="Only members of this group may decide this tool's calls. Empty: any reviewer.",
+    )
+    timeout_minutes = models.PositiveIntegerField(
+        null=True, blank=True, help_text="How long a call may wait for a decision. Empty: the site default."
+    )
+    warn_minutes = models.PositiveIntegerField(
+        default=10, help_text="Flag the call in the queue and notify its reviewers this long before the deadline."
+    )
+    on_expiry = models.CharField(max_length=16, choices=OnExpiry.choices, default=OnExpiry.REJECT)
+    escalate_to = models.ForeignKey(Group, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        ordering = ["tool_name"]
+
+    def __str__(self):
+        return self.tool_name
+
+    def clean(self):
+        if self.on_expiry == self.OnExpiry.ESCALATE and not self.escalate_to_id:
+            raise ValidationError({"escalate_to": "Name the group that overdue calls go to."})
+
+    @classmethod
+    def for_tool(cls, tool_name: str) -> "ToolSetting":
+        """The stored setting, or the defaults (any reviewer, the site's time limit, reject)."""
+        return cls.objects.filter(tool_name=tool_name).select_related("group", "escalate_to").first() or cls(
+            tool_name=tool_name
+        )
+
+    def timeout(self) -> timedelta:
+        if self.timeout_minutes:
+            return timedelta(minutes=self.timeout_minutes)
+        return timedelta(seconds=settings.REVIEW_EXPIRY_SECONDS)
+
+    def warn_before(self) -> timedelta:
+        return min(timedelta(minutes=self.warn_minutes), self.timeout() / 2)
+
+    @property
+    def escalates(self) -> bool:
+        return self.on_expiry == self.OnExpiry.ESCALATE and self.escalate_to_id is not None
+
+
+class ShadowResult(models.Model):
+    """What a shadow rule would have decided on one call, and what people decided."""
+
+    rule = models.ForeignKey(PolicyRule, on_delete=models.CASCADE, related_name="shadow_results")
+    tool_call = models.ForeignKey(ToolCall, on_delete=models.CASCADE, related_name="shadow_results")
+    outcome = models.CharField(max_length=16, choices=PolicyRule.Outcome.choices)
+    verdict = models.CharField(max_length=16, choices=Decision.Verdict.choices, blank=True)
+    # Run agrees with an approval as proposed, forbid with a reject; anything else is not compared.
+    agreed = models.BooleanField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [models.UniqueConstraint(fields=["rule", "tool_call"], name="shadow_one_per_rule_and_call")]
+
+    @staticmethod
+    def agreement(outcome: str, verdict: str) -> bool | None:
+        if verdict == Decision.Verdict.EXPIRE or outcome == PolicyRule.Outcome.REVIEW:
+            return None
+        if outcome == PolicyRule.Outcome.RUN:
+            return verdict == Decision.Verdict.APPROVE
+        return verdict == Decision.Verdict.REJECT
 
 
 HASHED_FIELDS = ("run_id", "tool_call_id", "kind", "actor_id", "actor_label", "payload", "created_at", "prev_hash")
@@ -299,6 +521,11 @@ class AuditEvent(models.Model):
         RUN_FAILED = "run_failed"
         CANCELLED = "cancelled"
         UNDONE = "undone"
+        REVIEW_CLAIMED = "review_claimed"
+        REVIEW_RELEASED = "review_released"
+        DEADLINE_NEAR = "deadline_near"
+        ESCALATED = "escalated"
+        RETURNED = "returned"
 
     run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events")
     tool_call = models.ForeignKey(

@@ -1,14 +1,16 @@
-"""Policy: whether a proposed call runs, waits for a person, or is refused.
+"""Policy: whether a proposed call runs, waits for people (how many, which group), or is refused.
 
-The tier sets the default; stored PolicyRule rows refine it. Evaluation fails
-closed: anything that raises while evaluating holds the call for review.
+The tier sets the default; stored PolicyRule rows refine it, in order, and the
+tool's ToolSetting names who may decide. Evaluation fails closed: a rule that
+cannot be evaluated, or anything else that raises, holds the call for review.
+Shadow rules never decide; shadow_outcomes() says what they would have decided.
 """
 
 import logging
 from dataclasses import asdict, dataclass
 from decimal import Decimal, InvalidOperation
 
-from .models import PolicyRule, Tier
+from .models import PolicyRule, Tier, ToolSetting
 from .tools import Tool
 
 log = logging.getLogger(__name__)
@@ -31,6 +33,9 @@ class PolicyOutcome:
     reason: str
     rule_id: int | None = None
     required_approvals: int = 1
+    # Only members of this group may decide (None: any reviewer).
+    group_id: int | None = None
+    group_name: str = ""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -69,20 +74,47 @@ def rule_matches(rule: PolicyRule, arguments: dict) -> bool:
     }[op]
 
 
+def _review(reason: str, rule: PolicyRule | None, setting: ToolSetting) -> PolicyOutcome:
+    group = (rule.group if rule is not None and rule.group_id else None) or setting.group
+    return PolicyOutcome(
+        REVIEW,
+        reason,
+        rule.pk if rule is not None else None,
+        max(1, rule.required_approvals) if rule is not None else 1,
+        group.pk if group else None,
+        group.name if group else "",
+    )
+
+
 def _evaluate(tool: Tool, arguments: dict) -> PolicyOutcome:
     default = TIER_DEFAULTS[Tier(tool.tier)]
     if default == FORBID:
         return PolicyOutcome(FORBID, f"{tool.name} is forbidden by its tier")
-    for rule in PolicyRule.objects.filter(enabled=True, tool_name=tool.name):
-        if not rule_matches(rule, arguments):
+    setting = ToolSetting.for_tool(tool.name)
+    rules = PolicyRule.objects.filter(enabled=True, shadow=False, tool_name=tool.name).select_related("group")
+    for rule in rules:
+        try:
+            matched = rule_matches(rule, arguments)
+        except RuleError as exc:
+            return _review(f"rule “{rule.name}” could not be evaluated ({exc}); held for review", rule, setting)
+        if not matched:
             continue
-        if rule.outcome == PolicyRule.Outcome.RUN and tool.tier == Tier.APPROVAL and rule.required_approvals == 1:
+        if rule.outcome == PolicyRule.Outcome.RUN:
             return PolicyOutcome(RUN, f"rule “{rule.name}”", rule.pk)
         if rule.outcome == PolicyRule.Outcome.FORBID:
             return PolicyOutcome(FORBID, f"rule “{rule.name}”", rule.pk)
-        if rule.outcome == PolicyRule.Outcome.REVIEW:
-            return PolicyOutcome(REVIEW, f"rule “{rule.name}”", rule.pk, max(1, rule.required_approvals))
+        return _review(f"rule “{rule.name}”", rule, setting)
+    if default == REVIEW:
+        return _review(f"{Tier(tool.tier).label} tier", None, setting)
     return PolicyOutcome(default, f"{Tier(tool.tier).label} tier")
+
+
+def _tool_group(tool: Tool) -> tuple[int | None, str]:
+    try:
+        group = ToolSetting.for_tool(tool.name).group
+    except Exception:
+        return None, ""
+    return (group.pk, group.name) if group else (None, "")
 
 
 def evaluate(tool: Tool, arguments: dict) -> PolicyOutcome:
@@ -91,4 +123,27 @@ def evaluate(tool: Tool, arguments: dict) -> PolicyOutcome:
         return _evaluate(tool, arguments)
     except Exception as exc:  # fail closed, whatever went wrong
         log.warning("policy evaluation failed for %s: %s", tool.name, exc)
-        return PolicyOutcome(REVIEW, f"policy could not be evaluated ({exc}); held for review")
+        group_id, group_name = _tool_group(tool)
+        return PolicyOutcome(
+            REVIEW, f"policy could not be evaluated ({exc}); held for review", group_id=group_id, group_name=group_name
+        )
+
+
+def shadow_outcomes(tool: Tool, arguments: dict) -> list[tuple[PolicyRule, str]]:
+    """What each enabled shadow rule of this tool would decide, for the rules whose condition holds.
+
+    A shadow rule never affects a call: if it cannot be evaluated, it is skipped.
+    """
+    try:
+        rules = list(PolicyRule.objects.filter(enabled=True, shadow=True, tool_name=tool.name))
+    except Exception as exc:
+        log.warning("shadow rules could not be read for %s: %s", tool.name, exc)
+        return []
+    results = []
+    for rule in rules:
+        try:
+            if rule_matches(rule, arguments):
+                results.append((rule, rule.outcome))
+        except RuleError:
+            continue
+    return results

@@ -74,11 +74,15 @@ class Tool:
     def fetch_facts(self, args: BaseModel) -> dict:
         return self.facts(args) if self.facts else {}
 
+    def preview(self, args: BaseModel) -> str:
+        """What the call would do, written nowhere: the tool's simulate(), or its description."""
+        if self.simulate is None:
+            return f"[dry run] {self.render_description(args)} (nothing was written)"
+        return self.simulate(args)
+
     def run(self, args: BaseModel, context: ToolContext) -> str:
         if context.dry_run and self.tier != Tier.READ_ONLY:
-            if self.simulate is None:
-                return f"[dry run] {self.render_description(args)} (nothing was written)"
-            return self.simulate(args)
+            return self.preview(args)
         return str(self.func(args, context))
 
 

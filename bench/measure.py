@@ -38,7 +38,7 @@ BUDGET_MS = 300
 def pages() -> list[tuple[str, str]]:
     today = timezone.localdate()
     day = today - timedelta(days=90)
-    call = ToolCall.objects.filter(tool_name="issue_refund", status="executed").order_by("-pk").values_list("pk", "run_id", flat=False)[500]
+    call = list(ToolCall.objects.filter(tool_name="issue_refund", status="executed").order_by("-pk").values_list("pk", "run_id")[:501])[-1]
     order = ToolCall.objects.get(pk=call[0]).arguments["order_id"]
     reviewer = Decision.objects.filter(reviewer__isnull=False).values_list("reviewer_id", flat=True).first()
     event = AuditEvent.objects.filter(tool_call_id=call[0]).values_list("pk", flat=True).first()

@@ -33,7 +33,7 @@ from django.db import connection, transaction  # noqa: E402
 
 from agents import demo_data  # noqa: E402
 from approvals.audit import _json_safe  # noqa: E402
-from approvals.models import GENESIS_HASH, AuditEvent, AuditHead, args_hash, event_hash  # noqa: E402
+from approvals.models import GENESIS_HASH, AuditEvent, AuditHead, PolicyRule, ShadowResult, args_hash, event_hash  # noqa: E402
 
 CUSTOMERS = [f"{first} {last}" for first in ("Dana", "Lee", "Maria", "Sam", "Ada", "Ravi", "Noor", "Jon", "Ines", "Kai") for last in ("Smith", "Wong", "Garcia", "Okafor", "Novak", "Ito", "Berg", "Haddad")]
 TOOLS = [  # name, tier, weight
@@ -56,7 +56,7 @@ class Seeder:
         self.reviewers = reviewers
         self.prev_hash = GENESIS_HASH
         self.event_id = self.call_id = self.message_id = self.decision_id = 0
-        self.rows = {"run": [], "message": [], "toolcall": [], "decision": []}
+        self.rows = {"run": [], "message": [], "toolcall": [], "decision": [], "shadowresult": []}
         self.events_written = 0
 
     # --- people ---------------------------------------------------------------------------
@@ -69,11 +69,15 @@ class Seeder:
         for i in range(self.reviewers):
             user, _ = User.objects.get_or_create(username=f"reviewer{i + 1:02d}")
             user.groups.add(reviewers)
-            self.reviewer_ids.append((user.pk, user.username, 1.5 if i < 2 else 45.0))  # the first two approve in a blink
+            self.reviewer_ids.append((user.pk, user.username, 1.2 if i < 2 else 25.0))  # seconds to read; the first two approve in a blink
         self.requester, _ = User.objects.get_or_create(username="ops-agent")
         auditor, created = User.objects.get_or_create(username="auditor", defaults={"is_staff": True})
         auditor.groups.add(Group.objects.get(name="auditors"))
         self.auditor = auditor
+        self.shadow_rule, _ = PolicyRule.objects.get_or_create(
+            name="Refunds up to $50 (shadow)",
+            defaults={"tool_name": "issue_refund", "field": "amount", "operator": "<=", "value": 50, "outcome": "run", "shadow": True},
+        )
 
     # --- rows -----------------------------------------------------------------------------
 
@@ -134,21 +138,29 @@ class Seeder:
         policy = {"action": "run" if auto else "review", "reason": f"{tier} tier", "rule_id": None, "required_approvals": 1}
         key = f"run-bench-{run_id}-call-{call_id}"
         status, decided_args, decision_at, output, executed_at = "executed", args, None, "Done.", None
+        shadowed = tool == "issue_refund" and args["amount"] <= 50
+        shadow = [{"rule": self.shadow_rule.pk, "name": self.shadow_rule.name, "outcome": "run"}] if shadowed else []
         if auto:
-            self.event(copy, "auto_run", t, run_id=run_id, call_id=call_id, payload={"tool": tool, "arguments": args, "description": description, "policy": policy, "facts": facts})
+            self.event(copy, "auto_run", t, run_id=run_id, call_id=call_id, payload={"tool": tool, "arguments": args, "description": description, "policy": policy, "facts": facts, "shadow": shadow})
         else:
-            self.event(copy, "proposed", t, run_id=run_id, call_id=call_id, payload={"tool": tool, "arguments": args, "arguments_hash": args_hash(args), "description": description, "facts": facts, "policy": policy, "reasoning": "The customer reports damage; a refund and a note are due."})
+            self.event(copy, "proposed", t, run_id=run_id, call_id=call_id, payload={"tool": tool, "arguments": args, "arguments_hash": args_hash(args), "description": description, "facts": facts, "policy": policy, "reasoning": "The customer reports damage; a refund and a note are due.", "shadow": shadow})
             verdict = self.rng.choices([v for v, _ in VERDICTS], weights=[w for _, w in VERDICTS])[0]
             if verdict == "expire":
                 decision_at = t + step * 0.9
                 self.decision_id += 1
-                self.rows["decision"].append((self.decision_id, call_id, None, "expire", None, "", "no decision within 1 h", True, decision_at))
+                self.rows["decision"].append((self.decision_id, call_id, None, "expire", None, "", "no decision within 1 h", True, decision_at, "", 1))
                 self.event(copy, "expired", decision_at, run_id=run_id, call_id=call_id, payload={"reason": "no decision within 1 h"})
                 status, decided_args, output = "expired", None, "Rejected by the system: no decision within 1 h."
             else:
-                reviewer_id, name, median = self.rng.choice(self.reviewer_ids)
-                wait = min(self.rng.lognormvariate(0, 0.6) * median, step.total_seconds() * 0.9)
-                decision_at = t + timedelta(seconds=wait)
+                reviewer_id, name, reading = self.rng.choice(self.reviewer_ids)
+                # In the queue a while, then opened (a claim, most of the time), then read and decided.
+                waited = self.rng.lognormvariate(0, 0.8) * 20
+                read = self.rng.lognormvariate(0, 0.5) * reading
+                scale = min(1.0, step.total_seconds() * 0.9 / (waited + read))
+                opened_at = t + timedelta(seconds=waited * scale)
+                decision_at = opened_at + timedelta(seconds=read * scale)
+                if self.rng.random() < 0.8:
+                    self.event(copy, "review_claimed", opened_at, run_id=run_id, call_id=call_id, actor=(reviewer_id, name), payload={"until": opened_at + timedelta(minutes=5)})
                 if verdict == "edit" and tool == "issue_refund":
                     decided_args = {**args, "amount": round(args["amount"] / 2, 2)}
                 elif verdict == "edit":
@@ -157,18 +169,23 @@ class Seeder:
                 if verdict == "reject":
                     decided_args = None
                 self.decision_id += 1
-                self.rows["decision"].append((self.decision_id, call_id, reviewer_id, verdict, json.dumps(decided_args) if decided_args is not None else None, args_hash(decided_args) if decided_args is not None else "", reason, True, decision_at))
-                self.event(copy, "decided", decision_at, run_id=run_id, call_id=call_id, actor=(reviewer_id, name), payload={"verdict": verdict, "arguments_shown_hash": args_hash(args), "arguments": decided_args, "arguments_hash": args_hash(decided_args) if decided_args is not None else "", "reason": reason})
+                self.rows["decision"].append((self.decision_id, call_id, reviewer_id, verdict, json.dumps(decided_args) if decided_args is not None else None, args_hash(decided_args) if decided_args is not None else "", reason, True, decision_at, "", 1))
+                self.event(copy, "decided", decision_at, run_id=run_id, call_id=call_id, actor=(reviewer_id, name), payload={"verdict": verdict, "arguments_shown_hash": args_hash(args), "arguments": decided_args, "arguments_hash": args_hash(decided_args) if decided_args is not None else "", "reason": reason, "guidance": "", "round": 1, "final": True, "approvals": "1 of 1", "facts": None})
                 if verdict == "reject":
                     status, output = "rejected", f"Rejected by reviewer: {reason}"
         if decided_args is not None and status == "executed":
             executed_at = t + step * 2
             self.event(copy, "executing", executed_at, run_id=run_id, call_id=call_id, payload={"arguments": decided_args, "arguments_hash": args_hash(decided_args), "idempotency_key": key, "dry_run": False})
             self.event(copy, "executed", executed_at + step * 0.5, run_id=run_id, call_id=call_id, payload={"arguments": decided_args, "idempotency_key": key, "output": output, "dry_run": False})
+        if shadowed:
+            verdict_seen = "" if auto else verdict
+            agreed = None if auto else ShadowResult.agreement("run", verdict)
+            self.rows["shadowresult"].append((len(self.rows["shadowresult"]) + 1, self.shadow_rule.pk, call_id, "run", verdict_seen, agreed, t))
         self.rows["toolcall"].append((
             call_id, run_id, message_id, f"call_{call_id}", tool, json.dumps(args), json.dumps(args), args_hash(args), tier, status,
             json.dumps(policy), 1, description, json.dumps(facts), "The customer reports damage.", "", None if auto else t + timedelta(hours=1),
             json.dumps(decided_args) if decided_args is not None else None, output, True, executed_at, executed_at, t,
+            "", 1, "", "{}",
         ))  # fmt: skip
 
     # --- loading --------------------------------------------------------------------------
@@ -184,7 +201,7 @@ class Seeder:
                 for i, calls_here in enumerate(calls_per_run):
                     # Spread the events the call lifecycles do not fill over the remaining runs.
                     runs_left = self.runs - i
-                    expected = calls_here * 3.2 + 3
+                    expected = calls_here * 3.5 + 3
                     padding = max(0, round((self.target_events - self.events_written - expected * runs_left) / runs_left))
                     self.run(copy, i, calls_here, padding)
                 run_id, when = self.last
@@ -193,15 +210,16 @@ class Seeder:
             tables = {
                 "run": "approvals_run (id, public_id, agent, request, requested_by_id, status, step_count, max_steps, thinking, last_error, dry_run, created_at, updated_at, finished_at)",
                 "message": "approvals_message (id, run_id, seq, role, content, tool_calls, tool_call_id, created_at)",
-                "toolcall": "approvals_toolcall (id, run_id, message_id, call_id, tool_name, arguments, raw_arguments, arguments_hash, tier, status, policy, required_approvals, description, facts, reasoning, user_request, expires_at, approved_arguments, output, output_recorded, claimed_at, executed_at, created_at)",
-                "decision": "approvals_decision (id, tool_call_id, reviewer_id, verdict, arguments, arguments_hash, reason, final, created_at)",
+                "toolcall": "approvals_toolcall (id, run_id, message_id, call_id, tool_name, arguments, raw_arguments, arguments_hash, tier, status, policy, required_approvals, description, facts, reasoning, user_request, expires_at, approved_arguments, output, output_recorded, claimed_at, executed_at, created_at, edited_description, review_round, returned_reason, changed_facts)",
+                "decision": "approvals_decision (id, tool_call_id, reviewer_id, verdict, arguments, arguments_hash, reason, final, created_at, guidance, round)",
+                "shadowresult": "approvals_shadowresult (id, rule_id, tool_call_id, outcome, verdict, agreed, created_at)",
             }
-            for name in ("run", "message", "toolcall", "decision"):
+            for name in ("run", "message", "toolcall", "decision", "shadowresult"):
                 with cursor.copy(f"COPY {tables[name]} FROM STDIN") as copy:
                     for row in self.rows[name]:
                         copy.write_row(row)
             AuditHead.objects.update_or_create(pk=1, defaults={"last_hash": self.prev_hash})
-            for table in ("approvals_run", "approvals_message", "approvals_toolcall", "approvals_decision", "approvals_auditevent"):
+            for table in ("approvals_run", "approvals_message", "approvals_toolcall", "approvals_decision", "approvals_shadowresult", "approvals_auditevent"):
                 django_cursor.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
         with connection.cursor() as django_cursor:
             django_cursor.execute("VACUUM ANALYZE")

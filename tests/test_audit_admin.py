@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from agents import loop
 from approvals import services
-from approvals.models import AuditEvent, PolicyRule, ToolCall
+from approvals.models import AuditEvent, PolicyRule, ToolCall, ToolSetting
 from tests.tampering import tampering
 
 pytestmark = pytest.mark.django_db
@@ -32,6 +32,11 @@ def rule(db):
 
 
 @pytest.fixture
+def setting(db):
+    return ToolSetting.objects.create(tool_name="issue_refund", timeout_minutes=30)
+
+
+@pytest.fixture
 def staff_reviewer(reviewer):
     reviewer.is_staff = True
     reviewer.save()
@@ -50,7 +55,7 @@ def ids(response):
     return sorted(obj.pk for obj in response.context["cl"].result_list)
 
 
-def test_an_auditor_can_read_every_list_and_page_of_the_record(client, auditor, refund, rule):
+def test_an_auditor_can_read_every_list_and_page_of_the_record(client, auditor, refund, rule, setting):
     client.force_login(auditor)
     objects = {
         "run": refund.run,
@@ -59,6 +64,7 @@ def test_an_auditor_can_read_every_list_and_page_of_the_record(client, auditor, 
         "message": refund.run.messages.first(),
         "auditevent": AuditEvent.objects.first(),
         "policyrule": rule,
+        "toolsetting": setting,
     }
     for model, obj in objects.items():
         assert client.get(changelist(model)).status_code == 200, model
@@ -67,9 +73,16 @@ def test_an_auditor_can_read_every_list_and_page_of_the_record(client, auditor, 
         assert 'name="_save"' not in page.content.decode(), model
 
 
-def test_an_auditor_cannot_add_change_or_delete_anything(client, auditor, refund, rule):
+def test_an_auditor_cannot_add_change_or_delete_anything(client, auditor, refund, rule, setting):
     client.force_login(auditor)
-    objects = {"run": refund.run, "toolcall": refund, "decision": refund.decisions.get(), "auditevent": AuditEvent.objects.first(), "policyrule": rule}
+    objects = {
+        "run": refund.run,
+        "toolcall": refund,
+        "decision": refund.decisions.get(),
+        "auditevent": AuditEvent.objects.first(),
+        "policyrule": rule,
+        "toolsetting": setting,
+    }
     for model, obj in objects.items():
         assert client.get(reverse(f"admin:approvals_{model}_add")).status_code == 403, model
         assert client.post(change(model, obj.pk), {"name": "changed", "verdict": "reject", "kind": "decided"}).status_code == 403, model
@@ -81,14 +94,17 @@ def test_an_auditor_cannot_add_change_or_delete_anything(client, auditor, refund
     rule.refresh_from_db()
     assert rule.order == 100 and rule.enabled
     assert AuditEvent.objects.filter(tool_call=refund).count() == 4
+    setting.refresh_from_db()
+    assert setting.timeout_minutes == 30
 
 
-def test_an_auditor_who_is_also_a_superuser_still_cannot_edit_rules(client, auditor, rule):
+def test_an_auditor_who_is_also_a_superuser_still_cannot_edit_rules_or_settings(client, auditor, rule, setting):
     auditor.is_superuser = True
     auditor.save()
     client.force_login(auditor)
     assert client.post(change("policyrule", rule.pk), {"name": "changed"}).status_code == 403
     assert client.get(reverse("admin:approvals_policyrule_add")).status_code == 403
+    assert client.post(change("toolsetting", setting.pk), {"timeout_minutes": "1"}).status_code == 403
 
 
 def test_a_reviewer_cannot_open_the_audit_admin(client, staff_reviewer, refund):

@@ -8,8 +8,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from approvals import insight
-from approvals.models import Decision, Message, Run, ToolCall
+from unittest import mock
+
+from approvals import audit, insight
+from approvals.models import Decision, Message, PolicyRule, Run, ShadowResult, ToolCall
 
 pytestmark = pytest.mark.django_db
 
@@ -93,7 +95,7 @@ def test_the_insight_page_shows_the_numbers(client, auditor, calls):
     assert "<td>issue_refund</td><td>5</td><td>30 s</td><td>1 min 36 s</td>" in page
     assert re.search(r"alice <strong class=\"flag\">approves faster than anyone can read</strong>", page)
     assert "bob <strong" not in page
-    assert "No shadow rules" in page
+    assert "No shadow rule matched a call proposed in these days." in page
     assert "Tue 10 Nov: 2 approved" in page  # a bar's tooltip
 
 
@@ -142,3 +144,41 @@ def test_the_insight_page_runs_as_many_queries_with_more_data(client, auditor, c
         ToolCall.objects.filter(pk=c.pk).update(created_at=at(D1))
         Decision.objects.filter(pk=Decision.objects.create(tool_call=c, reviewer=reviewer, verdict="approve").pk).update(created_at=at(D1, 9))
     assert count() == before
+
+
+def test_a_call_reviewed_again_counts_once_by_the_decision_of_its_last_round(calls, reviewer, reviewer2):
+    call = calls[1]  # approved by alice in round 1, then sent back to the queue and rejected by bob
+    Decision.objects.filter(tool_call=call).update(final=True, round=1)
+    ToolCall.objects.filter(pk=call.pk).update(review_round=2)
+    again = Decision.objects.create(tool_call=call, reviewer=reviewer2, verdict="reject", round=2)
+    Decision.objects.filter(pk=again.pk).update(created_at=at(D1, 600))
+    refund = insight.outcome_counts(WINDOW)["issue_refund"][D1]
+    assert refund["approve"] == 1 and refund["reject"] == 2
+    times = {t.tool: t for t in insight.decision_times(WINDOW)}
+    assert times["issue_refund"].decisions == 5  # round 1's approval no longer settles the call
+
+
+def test_time_to_approve_runs_from_when_the_reviewer_opened_the_call(calls, reviewer2):
+    # bob approved the D2 refund 30 s after it was proposed, but opened it only 1 s before.
+    approved = Decision.objects.get(reviewer=reviewer2, verdict="approve", tool_call__created_at=at(D2))
+    with mock.patch("approvals.audit.timezone.now", return_value=at(D2, 29)):
+        audit.record("review_claimed", tool_call=approved.tool_call, actor=reviewer2, payload={})
+    bob = next(r for r in insight.reviewer_load(WINDOW) if r.name == "bob")
+    assert bob.approve_median == timedelta(seconds=1) and bob.too_fast
+    assert bob.median == timedelta(seconds=45)  # time to decide still runs from the proposal
+
+
+def test_shadow_rules_agreement_with_people(calls):
+    small = PolicyRule.objects.create(name="Small refunds", tool_name="issue_refund", outcome="run", shadow=True)
+    never = PolicyRule.objects.create(name="No emails", tool_name="send_email", outcome="forbid", shadow=True)
+    for call, rule, verdict, agreed in [
+        (calls[1], small, "approve", True),
+        (calls[4], small, "reject", False),
+        (calls[5], small, "expire", None),
+        (calls[8], never, "reject", True),
+        (calls[10], small, "approve", True),  # proposed before the window
+    ]:
+        ShadowResult.objects.create(rule=rule, tool_call=call, outcome=rule.outcome, verdict=verdict, agreed=agreed)
+    rows = {r.name: r for r in insight.shadow_agreement(WINDOW)}
+    assert (rows["Small refunds"].matched, rows["Small refunds"].compared, rows["Small refunds"].agreed) == (3, 2, 1)
+    assert rows["Small refunds"].percent == 50 and rows["No emails"].percent == 100

@@ -47,6 +47,6 @@ def uninstall(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("approvals", "0001_initial")]
+    dependencies = [("approvals", "0002_governance")]
 
     operations = [migrations.RunPython(install, uninstall, elidable=False)]

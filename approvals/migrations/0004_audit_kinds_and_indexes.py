@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='auditevent',
             name='kind',
-            field=models.CharField(choices=[('run_started', 'Run Started'), ('proposed', 'Proposed'), ('auto_run', 'Auto Run'), ('invalid', 'Invalid'), ('forbidden', 'Forbidden'), ('decided', 'Decided'), ('executing', 'Executing'), ('executed', 'Executed'), ('failed', 'Failed'), ('expired', 'Expired'), ('resumed', 'Resumed'), ('completed', 'Completed'), ('run_failed', 'Run Failed'), ('cancelled', 'Cancelled'), ('undone', 'Undone')], db_index=True, max_length=32),
+            field=models.CharField(choices=[('run_started', 'Run Started'), ('proposed', 'Proposed'), ('auto_run', 'Auto Run'), ('invalid', 'Invalid'), ('forbidden', 'Forbidden'), ('decided', 'Decided'), ('executing', 'Executing'), ('executed', 'Executed'), ('failed', 'Failed'), ('expired', 'Expired'), ('resumed', 'Resumed'), ('completed', 'Completed'), ('run_failed', 'Run Failed'), ('cancelled', 'Cancelled'), ('undone', 'Undone'), ('review_claimed', 'Review Claimed'), ('review_released', 'Review Released'), ('deadline_near', 'Deadline Near'), ('escalated', 'Escalated'), ('returned', 'Returned')], db_index=True, max_length=32),
         ),
         migrations.AlterField(
             model_name='decision',

@@ -80,11 +80,10 @@
   }
 
   function initRun(container) {
-    var first = true;
     connect("/ws/runs/" + container.dataset.liveRun + "/", function (msg) {
       if (msg.type === "run") { container.innerHTML = msg.html; htmx.process(container); }
     }, function () {
-      if (first) { first = false; return; }
+      // Re-read on every open, the first too: the run may have changed between the page and the socket.
       htmx.trigger(document.body, "runRefresh");
     }, null);
   }

@@ -23,7 +23,7 @@ def _expiry_loop() -> None:
     while True:
         time.sleep(30)
         try:
-            approvals_services.expire_overdue()
+            approvals_services.deadlines_apply()
         except Exception as exc:  # keep the loop alive; the next pass retries
             print(f"expiry pass failed: {exc}")
 
@@ -43,6 +43,7 @@ class Command(BaseCommand):
         call_command("migrate", verbosity=0, interactive=False)
         demo_data.seed_shop()
         users = demo_data.seed_users()
+        demo_data.seed_governance()
         if not settings.OPENAI_API_KEY and not settings.OPENAI_BASE_URL:
             port = 8765 if _port_free(8765) else 0
             server = model_server.serve(port=port)

@@ -9,4 +9,5 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         demo_data.seed_shop()
         users = demo_data.seed_users()
+        demo_data.seed_governance()
         self.stdout.write(f"Demo shop seeded; log in as {users['reviewer'].username} / {demo_data.DEMO_PASSWORD}")

@@ -1,0 +1,91 @@
+"""The admin for rules as data: policy rules (with their shadow record) and per-tool review settings."""
+
+from django import forms
+from django.contrib import admin
+
+from .auditors import AuditorsOnlyLook
+from .models import PolicyRule, ShadowResult, ToolSetting
+from .tools import registry
+
+
+def _tool_choices():
+    return [(tool.name, tool.name) for tool in sorted(registry.all(), key=lambda t: t.name)]
+
+
+class PolicyRuleForm(forms.ModelForm):
+    tool_name = forms.ChoiceField(choices=_tool_choices, help_text="Tool this rule applies to.")
+
+    class Meta:
+        model = PolicyRule
+        fields = "__all__"
+
+    def clean(self):
+        data = super().clean()
+        tool = registry.get(data.get("tool_name", ""))
+        field = data.get("field")
+        if tool is not None and field:
+            known = tool.args_model.model_json_schema().get("properties", {})
+            if field not in known:
+                self.add_error("field", f"{tool.name} has no argument {field!r}; it has: {', '.join(known)}.")
+        return data
+
+
+@admin.register(PolicyRule)
+class PolicyRuleAdmin(AuditorsOnlyLook, admin.ModelAdmin):
+    form = PolicyRuleForm
+    list_display = [
+        "name",
+        "tool_name",
+        "field",
+        "operator",
+        "value",
+        "outcome",
+        "required_approvals",
+        "group",
+        "order",
+        "enabled",
+        "shadow",
+        "shadow_record",
+    ]
+    list_editable = ["order", "enabled", "shadow"]
+    list_filter = ["tool_name", "outcome", "enabled", "shadow"]
+    list_select_related = ["group"]
+    readonly_fields = ["shadow_record"]
+    fieldsets = [
+        (None, {"fields": ["name", "tool_name", ("field", "operator", "value")]}),
+        ("Outcome", {"fields": ["outcome", "required_approvals", "group"]}),
+        ("Evaluation", {"fields": ["order", "enabled", "shadow", "shadow_record"]}),
+    ]
+
+    @admin.display(description="Shadow record")
+    def shadow_record(self, rule: PolicyRule) -> str:
+        return rule.shadow_summary() if rule.pk else "—"
+
+
+@admin.register(ToolSetting)
+class ToolSettingAdmin(AuditorsOnlyLook, admin.ModelAdmin):
+    list_display = ["tool_name", "group", "timeout_minutes", "warn_minutes", "on_expiry", "escalate_to"]
+    list_select_related = ["group", "escalate_to"]
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        if db_field.name == "tool_name":
+            return forms.ChoiceField(choices=_tool_choices, label="Tool")
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+
+@admin.register(ShadowResult)
+class ShadowResultAdmin(admin.ModelAdmin):
+    """What shadow rules would have decided; written by the application only."""
+
+    list_display = ["tool_call", "rule", "outcome", "verdict", "agreed", "created_at"]
+    list_filter = ["rule", "agreed"]
+    list_select_related = ["tool_call", "rule"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

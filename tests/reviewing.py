@@ -1,0 +1,68 @@
+"""Helpers for the reviewer-side tests: a pending call, a decision posted as a reviewer would."""
+
+import json
+
+import pytest
+from django.contrib.auth.models import Group
+from django.urls import reverse
+
+from agents import loop
+from approvals.models import PolicyRule, ToolCall
+
+REFUND_40 = "Order A-1001 arrived broken. Please refund $40."
+
+
+def pending_call(make_run, text: str = REFUND_40, **kwargs) -> ToolCall:
+    run = make_run(text, **kwargs)
+    return run.tool_calls.get(status=ToolCall.Status.PENDING)
+
+
+def call_url(call: ToolCall) -> str:
+    return reverse("approvals:call", args=[call.pk])
+
+
+def post(client, call: ToolCall, action: str, **data):
+    """What the call panel's forms post: the action and the hash of the arguments shown."""
+    data.setdefault("arguments_hash", call.review_hash)
+    return client.post(call_url(call), {"action": action, **data})
+
+
+def advance(call: ToolCall) -> ToolCall:
+    loop.advance(call.run_id)
+    call.refresh_from_db()
+    return call
+
+
+def senior_rule(**kwargs) -> PolicyRule:
+    """The example from the brief: refunds above $500 are decided only by the group "senior"."""
+    fields = {
+        "name": "Refunds over $500: senior only",
+        "tool_name": "issue_refund",
+        "field": "amount",
+        "operator": ">",
+        "value": 500,
+        "outcome": "review",
+        "group": Group.objects.get(name="senior"),
+        "order": 5,
+    }
+    return PolicyRule.objects.create(**{**fields, **kwargs})
+
+
+def script_calls(model, *calls: tuple[str, dict], content: str = "I'll do these.") -> None:
+    """Queue one model reply that asks for these tools in parallel."""
+    model.script(
+        {
+            "content": content,
+            "tool_calls": [
+                {"id": f"call_{i}", "name": name, "arguments": json.dumps(arguments)}
+                for i, (name, arguments) in enumerate(calls, start=1)
+            ],
+        }
+    )
+
+
+@pytest.fixture
+def senior(roles, django_user_model):
+    user = django_user_model.objects.create_user(username="sara", password="pw-sara", email="sara@shop.example")
+    user.groups.add(Group.objects.get(name="reviewers"), Group.objects.get(name="senior"))
+    return user

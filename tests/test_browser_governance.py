@@ -1,0 +1,119 @@
+"""A reviewer's governance tools in a real browser, against the embedded demo:
+the claim on opening a call, the dry-run preview, the edit with its changes shown,
+and guidance that the agent acts on."""
+
+import socket
+import sqlite3
+import time
+
+import pytest
+
+from .stack import CHROMIUM_ARGS, Processes, chromium_path, wait_for_http
+
+pytestmark = pytest.mark.browser
+
+PASSWORD = "review-demo-2026"
+
+
+def port_in_range(first: int = 8400, last: int = 8499) -> int:
+    for port in range(first, last + 1):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    pytest.skip(f"no free port in {first}-{last}")
+
+
+def rows(db, sql: str) -> list[tuple]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def wait_for_rows(db, sql: str, timeout: float = 20) -> list[tuple]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = rows(db, sql)
+        if found:
+            return found
+        time.sleep(0.2)
+    return []
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    var = tmp_path_factory.mktemp("demo-var")
+    port = port_in_range()
+    processes = Processes(
+        {
+            "DJANGO_SETTINGS_MODULE": "reviewhub.settings",
+            "REVIEWHUB_VAR_DIR": str(var),
+            "DATABASE_URL": "",
+            "REDIS_URL": "",
+            "OPENAI_API_KEY": "",
+            "OPENAI_BASE_URL": "",
+        }
+    )
+    proc = processes.start("manage.py", "demo", "--port", str(port), log_name="demo-governance")
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/login/", timeout=60, process=proc)
+        db = var / "reviewhub.sqlite3"
+        wait_for_rows(db, "select id from approvals_toolcall where status='pending' group by status having count(*) >= 3", timeout=30)
+        yield {"url": f"http://127.0.0.1:{port}", "db": db}
+    finally:
+        processes.stop()
+
+
+@pytest.fixture
+def page(demo):
+    executable = chromium_path()
+    if executable is None:
+        pytest.skip("Debian's chromium is not installed (make test installs it with apt-get).")
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.set_default_timeout(15000)
+        page.goto(demo["url"] + "/login/")
+        page.fill("input[name=username]", "reviewer")
+        page.fill("input[name=password]", PASSWORD)
+        page.click("button[type=submit]")
+        expect(page.locator("h1")).to_have_text("Review queue")
+        yield page
+        browser.close()
+
+
+def test_a_reviewer_claims_previews_and_edits_an_email_seeing_the_changes(demo, page):
+    from playwright.sync_api import expect
+
+    page.locator("article.call h2 a", has_text="Send an email to dana.smith@gmail.co").click()
+    card = page.locator("article.call")
+    expect(card.locator(".claim")).to_contain_text("You are reviewing this")
+    card.get_by_role("link", name="Preview (dry run)").click()
+    expect(card.locator(".preview")).to_contain_text("[dry run] Would send to dana.smith@gmail.co")
+
+    card.get_by_role("link", name="Edit…").click()
+    card.locator("[name=arg_to]").fill("not an address")
+    card.get_by_role("button", name="Approve with these arguments").click()
+    expect(card.locator(".field.invalid")).to_contain_text("String should match pattern")
+    card.locator("[name=arg_to]").fill("dana.smith@example.com")
+    card.get_by_role("button", name="Show changes").click()
+    expect(card.locator("table.changes")).to_contain_text("dana.smith@example.com")
+    expect(card.locator("table.changes td.before")).to_contain_text("dana.smith@gmail.co")
+    card.get_by_role("button", name="Approve with these arguments").click()
+    expect(card.locator(".outcome")).to_contain_text("Edited and approved by reviewer")
+    assert wait_for_rows(demo["db"], "select \"to\" from agents_outgoingemail") == [("dana.smith@example.com",)]
+
+
+def test_a_reviewer_responds_with_guidance_and_the_agent_acts_on_it(demo, page):
+    from playwright.sync_api import expect
+
+    card = page.locator("article.call", has_text="Refund $35.00 to Lee Wong for order A-1002")
+    card.locator("input[name=reason]").fill("Only the shipping is ours to refund")
+    card.locator("textarea[name=guidance]").fill("refund only the shipping, $9.90")
+    card.get_by_role("button", name="Respond").click()
+    expect(card).to_have_count(0)
+    refunds = wait_for_rows(demo["db"], "select o.number, r.amount from agents_refund r join agents_order o on o.id = r.order_id")
+    assert [(number, float(amount)) for number, amount in refunds] == [("A-1002", 9.9)]
