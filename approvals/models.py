@@ -541,6 +541,12 @@ class AuditEvent(models.Model):
 
     class Meta:
         ordering = ["id"]
+        indexes = [
+            # When each reviewer opened each call: the insight page's time to approve reads only this.
+            models.Index(
+                fields=["tool_call", "actor", "created_at"], condition=Q(kind="review_claimed"), name="auditevent_claims"
+            ),
+        ]
 
     def canonical(self) -> str:
         return event_canonical(**{name: getattr(self, name) for name in HASHED_FIELDS})

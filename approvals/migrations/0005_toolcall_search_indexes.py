@@ -3,7 +3,7 @@
 - search.calls() asks `arguments @> {"order_id": ...}` and `facts @> {...}`;
   jsonb_path_ops GIN indexes answer that without reading every call.
 - The insight page joins a window of decisions to their calls for the time
-  and tool of each proposal; a covering index (id, with created_at and tool_name)
+  and tool of each proposal; a covering index (id, with created_at, tool_name and review_round)
   lets PostgreSQL do that from the index alone instead of the wide call rows.
 
 SQLite (the embedded demo, a few hundred calls) needs none of them.
@@ -14,7 +14,7 @@ from django.db import migrations
 INSTALL = """
 CREATE INDEX IF NOT EXISTS approvals_toolcall_arguments_gin ON approvals_toolcall USING gin (arguments jsonb_path_ops);
 CREATE INDEX IF NOT EXISTS approvals_toolcall_facts_gin ON approvals_toolcall USING gin (facts jsonb_path_ops);
-CREATE INDEX IF NOT EXISTS approvals_toolcall_id_time_tool ON approvals_toolcall (id) INCLUDE (created_at, tool_name);
+CREATE INDEX IF NOT EXISTS approvals_toolcall_id_time_tool ON approvals_toolcall (id) INCLUDE (created_at, tool_name, review_round);
 """
 UNINSTALL = """
 DROP INDEX IF EXISTS approvals_toolcall_id_time_tool;
