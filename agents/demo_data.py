@@ -50,11 +50,13 @@ def setup_roles() -> None:
     reviewers, _ = Group.objects.get_or_create(name="reviewers")
     reviewers.permissions.add(Permission.objects.get(codename="review_toolcall", content_type__app_label="approvals"))
     Group.objects.get_or_create(name="senior")
-    Group.objects.get_or_create(name="auditors")
+    auditors, _ = Group.objects.get_or_create(name="auditors")
+    # Auditors read the whole record in the admin and change nothing.
+    auditors.permissions.add(*Permission.objects.filter(content_type__app_label__in=["approvals", "agents"], codename__startswith="view_"))
 
 
 def seed_users() -> dict:
-    """A reviewer to log in as, and a requester whose runs the reviewer decides."""
+    """A reviewer to log in as, an auditor, and a requester whose runs the reviewer decides."""
     User = get_user_model()
     setup_roles()
     reviewer, created = User.objects.get_or_create(username="reviewer", defaults={"is_staff": True})
@@ -62,11 +64,16 @@ def seed_users() -> dict:
         reviewer.set_password(DEMO_PASSWORD)
         reviewer.save()
     reviewer.groups.add(Group.objects.get(name="reviewers"), Group.objects.get(name="senior"))
+    auditor, created = User.objects.get_or_create(username="auditor", defaults={"is_staff": True})
+    if created:
+        auditor.set_password(DEMO_PASSWORD)
+        auditor.save()
+    auditor.groups.add(Group.objects.get(name="auditors"))
     requester, created = User.objects.get_or_create(username="ops-agent")
     if created:
         requester.set_unusable_password()
         requester.save()
-    return {"reviewer": reviewer, "requester": requester}
+    return {"reviewer": reviewer, "auditor": auditor, "requester": requester}
 
 
 def seed_governance() -> None:

@@ -1,13 +1,173 @@
+"""The admin: the record, read-only for everyone and the only view auditors need.
+
+Members of the "auditors" group see runs, calls, decisions, rules and the audit
+trail and can change nothing (not even policy rules and tool settings, which
+administrators edit in rules_admin.py; see auditors.py).
+Each call's page shows its chain from proposal to result, every event checked
+against its hash. The lists stay fast on a million events: no COUNT(*) over
+the table (CappedPaginator), related rows in the same query, filters that need
+no query of their own, and sorting only where an index serves it.
+"""
+
+import json
+from datetime import UTC, timedelta
+from urllib.parse import urlencode
+
 from django.contrib import admin
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
+from django.core.handlers.asgi import ASGIRequest
+from django.core.paginator import Paginator
+from django.db.models import Exists, OuterRef, Subquery
+from django.http import HttpResponseBadRequest, StreamingHttpResponse
+from django.urls import path, reverse
+from django.utils.functional import cached_property
+from django.utils.html import format_html
 
+from . import audit, export, insight, search
 from . import rules_admin  # noqa: F401  (policy rules, tool settings, shadow results)
+from .export import parse_moment
 from .models import AuditEvent, Decision, Message, Run, ToolCall
+from .templatetags.review import reveal
+from .tools import registry
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """The record is written by the application only."""
+class CappedPaginator(Paginator):
+    """Counts at most `cap` matching rows: COUNT(*) over a LIMIT, never over the whole table.
 
-    def has_add_permission(self, request):
+    Beyond the cap the list says "more than 2,000" and offers 40 pages; people narrow
+    the filters rather than page further, and each count stays a few milliseconds.
+    """
+
+    cap = 2_000
+
+    @cached_property
+    def count(self) -> int:
+        return self.object_list.values("pk")[: self.cap + 1].count()
+
+    @property
+    def capped(self) -> bool:
+        return self.count > self.cap
+
+
+# --- filters that cost no query (or one small one) ------------------------------------------
+
+
+class DateRangeFilter(admin.DateFieldListFilter):
+    """Quick ranges, and a from/before form; plain dates are days in the current time zone."""
+
+    template = "admin/approvals/date_range_filter.html"
+
+    def __init__(self, field, request, params, model, model_admin, field_path):
+        super().__init__(field, request, params, model, model_admin, field_path)
+        today = self.links[1][1][self.lookup_kwarg_since]
+        tomorrow = self.links[1][1][self.lookup_kwarg_until]
+        self.links = self.links[:3] + (
+            ("Past 30 days", {self.lookup_kwarg_since: today - timedelta(days=30), self.lookup_kwarg_until: tomorrow}),
+        ) + self.links[3:]
+
+    def queryset(self, request, queryset):
+        try:
+            since = parse_moment(self.date_params.get(self.lookup_kwarg_since))
+            before = parse_moment(self.date_params.get(self.lookup_kwarg_until))
+        except ValueError as exc:
+            raise IncorrectLookupParameters(exc)
+        if since:
+            queryset = queryset.filter(**{self.lookup_kwarg_since: since})
+        if before:
+            queryset = queryset.filter(**{self.lookup_kwarg_until: before})
+        return queryset
+
+    def choices(self, changelist):
+        # For the from/before form: the dates chosen, and the other filters as hidden fields.
+        self.form_since = (self.date_params.get(self.lookup_kwarg_since) or "")[:10]
+        self.form_before = (self.date_params.get(self.lookup_kwarg_until) or "")[:10]
+        self.other_params = [(k, v) for k, v in changelist.params.items() if not k.startswith(self.field_generic)]
+        yield from super().choices(changelist)
+
+
+class ToolFilter(admin.SimpleListFilter):
+    """The registered tools; no query."""
+
+    title = "tool"
+    parameter_name = "tool"
+    field = "tool_name"
+
+    def lookups(self, request, model_admin):
+        return [(tool.name, tool.name) for tool in registry.all()]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(**{self.field: self.value()}) if self.value() else queryset
+
+
+class CallToolFilter(ToolFilter):
+    field = "tool_call__tool_name"
+
+
+class OutcomeFilter(admin.SimpleListFilter):
+    """What became of a call, as the insight page counts it."""
+
+    title = "outcome"
+    parameter_name = "outcome"
+
+    def lookups(self, request, model_admin):
+        return insight.OUTCOMES
+
+    def queryset(self, request, queryset):
+        if self.value() in dict(insight.OUTCOMES):
+            return queryset.filter(insight.outcome_filter(self.value()))
+        return queryset
+
+
+class ReviewerFilter(admin.SimpleListFilter):
+    """People who have decided at least one call (one small query)."""
+
+    title = "reviewer"
+    parameter_name = "reviewer"
+    field = "reviewer_id"
+
+    def lookups(self, request, model_admin):
+        users = get_user_model().objects.filter(Exists(Decision.objects.filter(reviewer=OuterRef("pk"))))
+        return [(user.pk, user.get_username()) for user in users.order_by("username")]
+
+    def queryset(self, request, queryset):
+        if not (self.value() or "").isdigit():
+            return queryset
+        return queryset.filter(**{self.field: int(self.value())})
+
+
+class CallReviewerFilter(ReviewerFilter):
+    def queryset(self, request, queryset):
+        if not (self.value() or "").isdigit():
+            return queryset
+        return queryset.filter(pk__in=Decision.objects.filter(reviewer_id=int(self.value())).values("tool_call_id"))
+
+
+class ActorFilter(ReviewerFilter):
+    """Events recorded in a reviewer's name."""
+
+    title = "reviewer (actor)"
+    parameter_name = "actor"
+    field = "actor_id"
+
+
+# --- the record: nobody writes it here --------------------------------------------------------
+
+
+class RecordAdmin(admin.ModelAdmin):
+    """Written by the application only: nobody adds, changes or deletes it here."""
+
+    class Media:
+        css = {"all": ["reviewhub/admin.css"]}
+
+    paginator = CappedPaginator
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    list_per_page = 50
+    actions = None
+
+    def has_add_permission(self, request, obj=None):
         return False
 
     def has_change_permission(self, request, obj=None):
@@ -16,38 +176,223 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False
 
+    @admin.display(description="created (UTC)", ordering="created_at")
+    def created(self, obj):
+        return obj.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+    @admin.display(description="run", ordering="run_id")
+    def run_link(self, obj):
+        if obj.run_id is None:
+            return "—"
+        return format_html('<a href="{}">{}</a>', reverse("admin:approvals_run_change", args=[obj.run_id]), obj.run_id)
+
+
+def _pretty(value) -> str:
+    """JSON for people: indented, escaped, invisible and bidirectional characters made visible."""
+    return format_html("<pre class='rh-json'>{}</pre>", reveal(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)))
+
+
+def _text(value) -> str:
+    return format_html("<div class='rh-text'>{}</div>", reveal(value)) if value else "—"
+
+
+class ToolCallInline(admin.TabularInline):
+    model = ToolCall
+    fields = ["tool_name", "status", "description", "created_at", "executed_at"]
+    readonly_fields = fields
+    show_change_link = True
+    extra = 0
+    can_delete = False
+    ordering = ["pk"]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
 
 @admin.register(Run)
-class RunAdmin(ReadOnlyAdmin):
-    list_display = ["id", "agent", "status", "requested_by", "step_count", "created_at"]
-    list_filter = ["status", "agent"]
-    search_fields = ["=id", "request"]
+class RunAdmin(RecordAdmin):
+    list_display = ["id", "agent", "status", "requested_by", "step_count", "created"]
+    list_filter = ["status", ("created_at", DateRangeFilter)]
+    list_select_related = ["requested_by"]
+    search_fields = ["id"]
+    search_help_text = "A run id or UUID, an order number (A-1001), a customer's email or name."
+    sortable_by = ["id", "created"]
+    inlines = [ToolCallInline]
+    ordering = ["-pk"]
+
+    def get_search_results(self, request, queryset, search_term):
+        return queryset.filter(search.runs(search_term)), False
 
 
 @admin.register(ToolCall)
-class ToolCallAdmin(ReadOnlyAdmin):
-    list_display = ["id", "tool_name", "tier", "status", "run", "created_at"]
-    list_filter = ["tool_name", "tier", "status"]
-    search_fields = ["=id", "=run__id", "description"]
+class ToolCallAdmin(RecordAdmin):
+    list_display = ["id", "tool_name", "status", "decision", "order", "customer", "run_link", "created"]
+    list_filter = [ToolFilter, "tier", OutcomeFilter, "status", CallReviewerFilter, ("created_at", DateRangeFilter)]
     list_select_related = ["run"]
+    search_fields = ["id"]
+    search_help_text = "A call or run id, a run's UUID, an order number (A-1001), a customer's email or name."
+    sortable_by = ["id", "created"]
+    ordering = ["-created_at", "-pk"]  # the created_at index serves a date filter and the order at once
+    fieldsets = [
+        ("Proposal", {"fields": ["run", "call_id", "tool_name", "tier", "description", "arguments_shown", "facts_shown", "policy_shown", "reasoning_shown", "user_request_shown"]}),
+        ("Outcome", {"fields": ["status", "required_approvals", "expires_at", "approved_arguments_shown", "idempotency_key", "claimed_at", "executed_at", "output_shown"]}),
+    ]
+    readonly_fields = [field for _, options in fieldsets for field in options["fields"]]
+
+    def get_queryset(self, request):
+        final = Decision.objects.filter(tool_call=OuterRef("pk"), final=True)
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                final_verdict=Subquery(final.values("verdict")[:1]),
+                final_reviewer=Subquery(final.values("reviewer__username")[:1]),
+            )
+        )
+
+    def get_search_results(self, request, queryset, search_term):
+        return queryset.filter(search.calls(search_term)), False
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if obj is not None:
+            context["chain"] = audit.call_chain(obj)
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    @admin.display(description="order")
+    def order(self, call):
+        return (call.arguments or {}).get("order_id", "")
+
+    @admin.display(description="customer")
+    def customer(self, call):
+        facts = call.facts or {}
+        return facts.get("customer") or facts.get("customer_email") or (call.arguments or {}).get("to", "")
+
+    @admin.display(description="decision")
+    def decision(self, call):
+        if not call.final_verdict:
+            return "run by policy" if (call.policy or {}).get("action") == "run" else ""
+        return f"{dict(Decision.Verdict.choices)[call.final_verdict]} by {call.final_reviewer or 'the system'}"
+
+
+    @admin.display(description="arguments proposed")
+    def arguments_shown(self, call):
+        return _pretty(call.arguments) if call.arguments is not None else _text(call.raw_arguments)
+
+    @admin.display(description="facts fetched")
+    def facts_shown(self, call):
+        return _pretty(call.facts)
+
+    @admin.display(description="policy")
+    def policy_shown(self, call):
+        return _pretty(call.policy)
+
+    @admin.display(description="approved arguments")
+    def approved_arguments_shown(self, call):
+        return _pretty(call.approved_arguments) if call.approved_arguments is not None else "—"
+
+    @admin.display(description="agent's reasoning (from the model)")
+    def reasoning_shown(self, call):
+        return _text(call.reasoning)
+
+    @admin.display(description="user request")
+    def user_request_shown(self, call):
+        return _text(call.user_request)
+
+    @admin.display(description="output")
+    def output_shown(self, call):
+        return _text(call.output)
 
 
 @admin.register(Decision)
-class DecisionAdmin(ReadOnlyAdmin):
-    list_display = ["id", "tool_call", "verdict", "reviewer", "created_at"]
-    list_filter = ["verdict"]
+class DecisionAdmin(RecordAdmin):
+    list_display = ["id", "tool_call", "verdict", "reviewer", "final", "created"]
+    list_filter = [CallToolFilter, "verdict", ReviewerFilter, "final", ("created_at", DateRangeFilter)]
     list_select_related = ["tool_call", "reviewer"]
+    search_fields = ["id"]
+    search_help_text = "A call or run id, an order number (A-1001), a customer's email or name."
+    sortable_by = ["id", "created"]
+    ordering = ["-created_at", "-pk"]
+
+    def get_search_results(self, request, queryset, search_term):
+        return queryset.filter(search.by_call(search_term, run_field="tool_call__run")), False
 
 
 @admin.register(Message)
-class MessageAdmin(ReadOnlyAdmin):
-    list_display = ["id", "run", "seq", "role"]
+class MessageAdmin(RecordAdmin):
+    list_display = ["id", "run", "seq", "role", "created"]
+    list_filter = ["role", ("created_at", DateRangeFilter)]
     list_select_related = ["run"]
+    search_fields = ["=run__id"]
+    sortable_by = ["id"]
+    ordering = ["-pk"]
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(ReadOnlyAdmin):
-    list_display = ["id", "kind", "actor_label", "run", "tool_call", "created_at"]
-    list_filter = ["kind"]
+class AuditEventAdmin(RecordAdmin):
+    list_display = ["id", "created", "kind", "actor_label", "run_link", "tool_call", "short_hash"]
+    list_filter = ["kind", CallToolFilter, ActorFilter, ("created_at", DateRangeFilter)]
     list_select_related = ["run", "tool_call"]
+    search_fields = ["id"]
+    search_help_text = "A call or run id, a run's UUID, an order number (A-1001), a customer's email or name."
+    sortable_by = []
+    # Newest first by time, then id: with a date filter, ordering by id alone makes
+    # PostgreSQL walk the primary key backwards through every newer event.
+    ordering = ["-created_at", "-pk"]
+    fields = ["id", "created_at", "kind", "actor", "actor_label", "run", "tool_call", "payload_shown", "prev_hash", "previous_event", "hash", "hash_check"]
+    readonly_fields = fields
+
+    def get_search_results(self, request, queryset, search_term):
+        return queryset.filter(search.by_call(search_term)), False
+
+    def get_urls(self):
+        export_view = self.admin_site.admin_view(self.export_view)
+        return [path("export.<str:fmt>", export_view, name="approvals_auditevent_export"), *super().get_urls()]
+
+    def export_view(self, request, fmt: str):
+        """The trail as JSONL or CSV, limited by the list's date range and tool filters, streamed."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        if fmt not in export.FORMATS:
+            return HttpResponseBadRequest("Choose jsonl or csv.")
+        try:
+            selection = export.ExportFilter.parse(
+                since=request.GET.get("created_at__gte"), before=request.GET.get("created_at__lt"), tool=request.GET.get("tool")
+            )
+        except ValueError as exc:
+            return HttpResponseBadRequest(str(exc))
+        lines = export.lines(selection, fmt)
+        # Under ASGI, Django would read a plain iterator to the end before sending a byte.
+        content = export.in_thread(lines) if isinstance(request, ASGIRequest) else lines
+        response = StreamingHttpResponse(content, content_type=export.FORMATS[fmt])
+        response["Content-Disposition"] = f'attachment; filename="{selection.filename(fmt)}"'
+        return response
+
+    def changelist_view(self, request, extra_context=None):
+        scope = {key: request.GET[key] for key in ("created_at__gte", "created_at__lt", "tool") if request.GET.get(key)}
+        extra_context = {**(extra_context or {}), "export_query": "?" + urlencode(scope) if scope else "", "export_scope": scope}
+        return super().changelist_view(request, extra_context)
+
+    @admin.display(description="hash")
+    def short_hash(self, event):
+        return event.hash[:12] + "…"
+
+    @admin.display(description="payload")
+    def payload_shown(self, event):
+        return _pretty(event.payload)
+
+    @admin.display(description="follows")
+    def previous_event(self, event):
+        previous = AuditEvent.objects.filter(hash=event.prev_hash).values_list("pk", flat=True).first()
+        if previous is None:
+            return "the start of the trail" if event.prev_hash == audit.GENESIS_HASH else "NO STORED EVENT HAS THIS HASH"
+        return format_html('<a href="{}">event {}</a>', reverse("admin:approvals_auditevent_change", args=[previous]), previous)
+
+    @admin.display(description="hash check")
+    def hash_check(self, event):
+        if event.hash_matches:
+            return "✓ the content matches the hash"
+        return format_html("<strong class='rh-bad'>✗ the content does not match the hash: this event was changed</strong>")
 

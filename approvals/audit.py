@@ -1,15 +1,57 @@
-"""The audit trail: append-only events, each chained to the one before by hash."""
+"""The audit trail: append-only events, each chained to the one before by hash.
+
+record() appends under a lock on the single AuditHead row, so events are hashed
+in the order they are stored. verify() walks the whole chain in chunks, names the
+first event that does not match, and checks the end of the chain against the
+head, so that deleting the newest events is caught as well.
+"""
 
 import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 from django.db import transaction
 from django.utils import timezone
 
-from .models import AuditEvent, AuditHead, canonical_json
+from .models import (
+    GENESIS_HASH,
+    HASHED_FIELDS,
+    AuditEvent,
+    AuditHead,
+    Decision,
+    ToolCall,
+    args_hash,
+    canonical_json,
+    event_hash,
+)
+
+CHUNK_SIZE = 5000
+# Who may read the trail (auditors, administrators): the admin's view permission on it.
+AUDIT_PERMISSION = "approvals.view_auditevent"
+
+
+def _as_jsonb_returns(value):
+    """A JSON value as PostgreSQL's jsonb hands it back, so the hash survives the round trip.
+
+    jsonb stores numbers as exact decimals: 1e16 comes back as 10000000000000000
+    (an int in Python) and -0.0 as 0.0. NaN and infinities are not JSON at all.
+    """
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        if abs(value) >= 1e16:
+            return int(value)
+        return value + 0.0  # -0.0 becomes 0.0
+    if isinstance(value, dict):
+        return {key: _as_jsonb_returns(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_as_jsonb_returns(item) for item in value]
+    return value
 
 
 def _json_safe(payload) -> dict:
-    return json.loads(canonical_json(payload or {}))
+    return _as_jsonb_returns(json.loads(canonical_json(payload or {})))
 
 
 @transaction.atomic
@@ -33,11 +75,170 @@ def record(kind: str, *, run=None, tool_call=None, actor=None, actor_label: str 
     return event
 
 
-def verify(events) -> AuditEvent | None:
-    """Walk events in id order; return the first one that breaks the chain."""
-    previous = "0" * 64
+def head_hash() -> str | None:
+    """The hash of the newest event as recorded in the head row; None if there is no head row."""
+    return AuditHead.objects.filter(pk=1).values_list("last_hash", flat=True).first()
+
+
+# --- reading the trail in chunks ---------------------------------------------------------
+
+
+def in_chunks(queryset, fields, chunk_size: int = CHUNK_SIZE) -> Iterator[tuple]:
+    """Rows of `fields` (the first must be "id") in id order, chunk_size at a time.
+
+    Keyset pagination (id > last id seen) rather than one server-side cursor: memory
+    stays at one chunk on both sides, and PostgreSQL does not materialise a
+    million-row WITH HOLD cursor, which is what a cursor outside a transaction does.
+    """
+    last_id = None
+    while True:
+        chunk = queryset if last_id is None else queryset.filter(pk__gt=last_id)
+        rows = list(chunk.order_by("pk").values_list(*fields)[:chunk_size])
+        yield from rows
+        if len(rows) < chunk_size:
+            return
+        last_id = rows[-1][0]
+
+
+# --- verification ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChainCheck:
+    count: int
+    head: str | None  # when ok, the hash of the last event walked: write it down as an anchor
+    broken_at: int | None = None
+    problem: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem
+
+
+def check_rows(rows, *, head: str | None, anchor: str = "") -> ChainCheck:
+    """Walk (id, *HASHED_FIELDS, hash) rows in id order; stop at the first that does not match.
+
+    `head` is AuditHead.last_hash read before the walk: it must be the hash of a
+    walked event (events appended during the walk may follow it). `anchor`, a
+    head hash written down earlier outside ReviewHub, must also be found.
+    """
+    previous, previous_id, count = GENESIS_HASH, None, 0
+    head_seen, anchor_seen = head == GENESIS_HASH, not anchor
+    for event_id, *fields, stored_hash in rows:
+        values = dict(zip(HASHED_FIELDS, fields))
+        if event_hash(**values) != stored_hash:
+            return ChainCheck(count, head, event_id, f"event {event_id} was changed: its content no longer matches its hash.")
+        if values["prev_hash"] != previous:
+            after = "the start of the trail" if previous_id is None else f"event {previous_id}"
+            return ChainCheck(
+                count,
+                head,
+                event_id,
+                f"event {event_id} does not follow {after}: an event between them was deleted, or events were reordered or inserted.",
+            )
+        previous, previous_id, count = stored_hash, event_id, count + 1
+        head_seen = head_seen or stored_hash == head
+        anchor_seen = anchor_seen or stored_hash == anchor
+    if head is None:
+        if count:
+            return ChainCheck(count, head, None, "the head row is missing: deleting the newest events cannot be ruled out.")
+    elif not head_seen:
+        if previous_id is None:
+            return ChainCheck(count, head, None, f"the trail is empty, but the head records hash {head}: its events were deleted.")
+        return ChainCheck(
+            count,
+            head,
+            previous_id,
+            f"the trail ends at event {previous_id}, but the head records hash {head}, which no event has: "
+            f"the newest events, after event {previous_id}, were deleted.",
+        )
+    if not anchor_seen:
+        return ChainCheck(count, head, None, f"no event has the anchor hash {anchor}: the trail was rewritten up to there.")
+    return ChainCheck(count, previous)
+
+
+def verify(*, chunk_size: int = CHUNK_SIZE, anchor: str = "") -> ChainCheck:
+    """Check the whole trail, streaming it from the database chunk_size events at a time."""
+    head = head_hash()
+    rows = in_chunks(AuditEvent.objects.all(), ("id", *HASHED_FIELDS, "hash"), chunk_size)
+    return check_rows(rows, head=head, anchor=anchor)
+
+
+# --- one call's chain, for the people who check it ---------------------------------------
+
+
+@dataclass(frozen=True)
+class ChainStep:
+    event: AuditEvent
+    hash_ok: bool
+    previous_id: int | None  # the stored event whose hash this one carries
+
+    @property
+    def link_ok(self) -> bool:
+        return self.previous_id is not None or self.event.prev_hash == GENESIS_HASH
+
+    @property
+    def title(self) -> str:
+        return STEP_TITLES.get(self.event.kind, self.event.get_kind_display())
+
+    @property
+    def verdict_label(self) -> str:
+        return dict(Decision.Verdict.choices).get(self.event.payload.get("verdict"), "Decided")
+
+
+STEP_TITLES = {
+    AuditEvent.Kind.PROPOSED: "Proposed, held for review",
+    AuditEvent.Kind.AUTO_RUN: "Proposed, run without review",
+    AuditEvent.Kind.INVALID: "Refused as invalid",
+    AuditEvent.Kind.FORBIDDEN: "Refused as forbidden",
+    AuditEvent.Kind.DECIDED: "Decided",
+    AuditEvent.Kind.EXPIRED: "Expired",
+    AuditEvent.Kind.EXECUTING: "Executing",
+    AuditEvent.Kind.EXECUTED: "Executed",
+    AuditEvent.Kind.FAILED: "Failed",
+    AuditEvent.Kind.UNDONE: "Undone",
+    AuditEvent.Kind.REVIEW_CLAIMED: "Opened for review",
+    AuditEvent.Kind.REVIEW_RELEASED: "Released",
+    AuditEvent.Kind.DEADLINE_NEAR: "Deadline near",
+    AuditEvent.Kind.ESCALATED: "Escalated",
+    AuditEvent.Kind.RETURNED: "Returned to the queue",
+}
+
+
+@dataclass(frozen=True)
+class CallChain:
+    steps: list[ChainStep]
+    approved_hash: str
+    executed_hash: str
+
+    @property
+    def intact(self) -> bool:
+        return all(step.hash_ok and step.link_ok for step in self.steps)
+
+    @property
+    def ran_as_approved(self) -> bool | None:
+        """None until something ran; then whether what ran is what was approved."""
+        if not self.executed_hash:
+            return None
+        return self.executed_hash == self.approved_hash
+
+
+def call_chain(call: ToolCall) -> CallChain:
+    """The call's events in order, each checked against its hash and linked to the event before it."""
+    events = list(call.audit_events.select_related("actor").order_by("pk"))
+    previous = dict(
+        AuditEvent.objects.filter(hash__in={e.prev_hash for e in events}).values_list("hash", "pk")
+    )
+    steps = []
+    approved_hash = executed_hash = ""
     for event in events:
-        if event.prev_hash != previous or event.compute_hash() != event.hash:
-            return event
-        previous = event.hash
-    return None
+        prev_id = previous.get(event.prev_hash)
+        steps.append(ChainStep(event, event.hash_matches, prev_id if prev_id is not None and prev_id < event.pk else None))
+        arguments = event.payload.get("arguments")
+        if event.kind == AuditEvent.Kind.AUTO_RUN:
+            approved_hash = args_hash(arguments)
+        elif event.kind == AuditEvent.Kind.DECIDED and arguments is not None:
+            approved_hash = event.payload.get("arguments_hash") or args_hash(arguments)
+        elif event.kind == AuditEvent.Kind.EXECUTING or (event.kind == AuditEvent.Kind.EXECUTED and not executed_hash):
+            executed_hash = args_hash(arguments)
+    return CallChain(steps, approved_hash, executed_hash)

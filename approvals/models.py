@@ -26,6 +26,29 @@ def args_hash(arguments) -> str:
     return hashlib.sha256(canonical_json(arguments).encode()).hexdigest()
 
 
+def event_canonical(*, run_id, tool_call_id, kind, actor_id, actor_label, payload, created_at, prev_hash) -> str:
+    """What an audit event's hash covers: the canonical JSON of these eight fields.
+
+    Anyone holding an export can recompute the hash; verify_audit walks the chain with it.
+    """
+    return canonical_json(
+        {
+            "run": run_id,
+            "tool_call": tool_call_id,
+            "kind": kind,
+            "actor": actor_id,
+            "actor_label": actor_label,
+            "payload": payload,
+            "created_at": created_at.isoformat(),
+            "prev_hash": prev_hash,
+        }
+    )
+
+
+def event_hash(**fields) -> str:
+    return hashlib.sha256(event_canonical(**fields).encode()).hexdigest()
+
+
 def arguments_diff(before: dict | None, after: dict | None) -> list[dict]:
     """Field by field, what differs between two sets of arguments."""
     before, after = before or {}, after or {}
@@ -291,7 +314,7 @@ class Decision(models.Model):
     # The decision that settled the call (for N approvals: the Nth). One per review round.
     final = models.BooleanField(default=True)
     round = models.PositiveSmallIntegerField(default=1)
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -472,8 +495,15 @@ class ShadowResult(models.Model):
         return verdict == Decision.Verdict.REJECT
 
 
+HASHED_FIELDS = ("run_id", "tool_call_id", "kind", "actor_id", "actor_label", "payload", "created_at", "prev_hash")
+GENESIS_HASH = "0" * 64
+
+
 class AuditEvent(models.Model):
-    """One append-only step of the trail; each event hashes its predecessor."""
+    """One append-only step of the trail; each event hashes its predecessor.
+
+    On PostgreSQL a trigger refuses UPDATE and DELETE on this table (migration 0003).
+    """
 
     class Kind(models.TextChoices):
         RUN_STARTED = "run_started"
@@ -482,6 +512,7 @@ class AuditEvent(models.Model):
         INVALID = "invalid"
         FORBIDDEN = "forbidden"
         DECIDED = "decided"
+        EXECUTING = "executing"
         EXECUTED = "executed"
         FAILED = "failed"
         EXPIRED = "expired"
@@ -510,26 +541,25 @@ class AuditEvent(models.Model):
 
     class Meta:
         ordering = ["id"]
+        indexes = [
+            # When each reviewer opened each call: the insight page's time to approve reads only this.
+            models.Index(
+                fields=["tool_call", "actor", "created_at"], condition=Q(kind="review_claimed"), name="auditevent_claims"
+            ),
+        ]
 
     def canonical(self) -> str:
-        return canonical_json(
-            {
-                "run": self.run_id,
-                "tool_call": self.tool_call_id,
-                "kind": self.kind,
-                "actor": self.actor_id,
-                "actor_label": self.actor_label,
-                "payload": self.payload,
-                "created_at": self.created_at.isoformat(),
-                "prev_hash": self.prev_hash,
-            }
-        )
+        return event_canonical(**{name: getattr(self, name) for name in HASHED_FIELDS})
 
     def compute_hash(self) -> str:
         return hashlib.sha256(self.canonical().encode()).hexdigest()
+
+    @property
+    def hash_matches(self) -> bool:
+        return self.compute_hash() == self.hash
 
 
 class AuditHead(models.Model):
     """A single row holding the chain's last hash; locked to append in order."""
 
-    last_hash = models.CharField(max_length=64, default="0" * 64)
+    last_hash = models.CharField(max_length=64, default=GENESIS_HASH)

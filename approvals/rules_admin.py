@@ -3,6 +3,7 @@
 from django import forms
 from django.contrib import admin
 
+from .auditors import AuditorsOnlyLook
 from .models import PolicyRule, ShadowResult, ToolSetting
 from .tools import registry
 
@@ -30,7 +31,7 @@ class PolicyRuleForm(forms.ModelForm):
 
 
 @admin.register(PolicyRule)
-class PolicyRuleAdmin(admin.ModelAdmin):
+class PolicyRuleAdmin(AuditorsOnlyLook, admin.ModelAdmin):
     form = PolicyRuleForm
     list_display = [
         "name",
@@ -62,7 +63,7 @@ class PolicyRuleAdmin(admin.ModelAdmin):
 
 
 @admin.register(ToolSetting)
-class ToolSettingAdmin(admin.ModelAdmin):
+class ToolSettingAdmin(AuditorsOnlyLook, admin.ModelAdmin):
     list_display = ["tool_name", "group", "timeout_minutes", "warn_minutes", "on_expiry", "escalate_to"]
     list_select_related = ["group", "escalate_to"]
 

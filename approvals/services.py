@@ -268,6 +268,7 @@ def _gate(run: Run, message: Message, proposed: ProposedCall) -> ToolCall:
             payload={
                 "tool": tool.name,
                 "arguments": call.arguments,
+                "description": call.description,
                 "policy": call.policy,
                 "facts": call.facts,
                 "shadow": shadow,
@@ -810,6 +811,16 @@ def toolcall_execute(call: ToolCall) -> bool:
         if back is not None:
             _return_to_queue(call, back)
             return False
+    audit.record(
+        audit.AuditEvent.Kind.EXECUTING,
+        tool_call=call,
+        payload={
+            "arguments": arguments,
+            "arguments_hash": args_hash(arguments),
+            "idempotency_key": call.idempotency_key,
+            "dry_run": run.dry_run,
+        },
+    )
     try:
         output = tool.run(args, ToolContext(call.idempotency_key, run.pk, run.dry_run))
         status = ToolCall.Status.EXECUTED

@@ -1,10 +1,11 @@
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
+from django.contrib.auth.decorators import login_required, permission_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from . import services
+from . import insight, services
+from .audit import AUDIT_PERMISSION
 from .access import can_decide, is_reviewer, visible_calls
 from .forms import edit_fields, parse_edit
 from .models import Decision, Run, ToolCall, arguments_diff
@@ -246,3 +247,14 @@ def run_action(request: HttpRequest, pk: int) -> HttpResponse:
         services.run_cancel(run=run, user=request.user)
         messages.info(request, "The run was cancelled.")
     return redirect("approvals:run", pk=run.pk)
+
+
+@login_required
+@permission_required(AUDIT_PERMISSION, raise_exception=True)
+@require_GET
+def insight_page(request: HttpRequest) -> HttpResponse:
+    form = insight.WindowForm(request.GET or None)
+    context = {"form": form, "report": insight.report(form.window())}
+    if request.htmx:
+        return render(request, "approvals/partials/insight_body.html", context)
+    return render(request, "approvals/insight.html", context)

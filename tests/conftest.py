@@ -116,3 +116,12 @@ def make_run(shop, requester, model):
 def require_postgres(db):
     if connection.vendor != "postgresql":
         pytest.skip("PostgreSQL is not reachable on 127.0.0.1:5432 (or DATABASE_URL): this test needs it.")
+
+
+@pytest.fixture
+def auditor(roles, django_user_model):
+    """Reads the whole record in the admin and on the insight page; changes nothing."""
+    user = _user(django_user_model, "audrey", "auditors")
+    user.is_staff = True
+    user.save()
+    return user

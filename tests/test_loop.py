@@ -140,6 +140,17 @@ def test_every_step_is_in_the_audit_trail(make_run, reviewer):
     decide(run.tool_calls.get(status="pending"), reviewer)
     loop.advance(run.pk)
     kinds = list(AuditEvent.objects.filter(run=run).values_list("kind", flat=True))
-    assert kinds == ["run_started", "auto_run", "proposed", "executed", "decided", "executed", "resumed", "completed"]
+    assert kinds == [
+        "run_started",
+        "auto_run",
+        "proposed",
+        "executing",
+        "executed",
+        "decided",
+        "executing",
+        "executed",
+        "resumed",
+        "completed",
+    ]
     decided = AuditEvent.objects.get(run=run, kind="decided")
     assert decided.actor == reviewer

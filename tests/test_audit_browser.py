@@ -1,0 +1,60 @@
+"""An auditor's pages in a real Chromium, under the real Content Security Policy."""
+
+import pytest
+from django.urls import reverse
+
+from agents import loop
+from approvals import services
+from tests.stack import CHROMIUM_ARGS, chromium_path
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def approved_refund(make_run, reviewer, auditor):
+    """Set up before the browser starts: ORM calls made while Playwright's loop runs get their own connection."""
+    run = make_run("Check the status of order A-1002 and refund $35 for the missing item.")
+    call = run.tool_calls.get(status="pending")
+    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
+    loop.advance(run.pk)
+    auditor.set_password("pw-audit")
+    auditor.save()
+    return call
+
+
+@pytest.fixture
+def browser():
+    if chromium_path() is None:
+        pytest.skip("Chromium is not installed (make chromium).")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def test_insight_charts_and_a_call_chain_render_with_no_csp_violation(live_server, approved_refund, auditor, browser):
+    call = approved_refund
+    page = browser.new_page()
+    problems = []
+    page.on("console", lambda message: problems.append(message.text) if "Content Security Policy" in message.text else None)
+    page.goto(live_server.url + reverse("login"))
+    page.fill("input[name=username]", auditor.username)
+    page.fill("input[name=password]", "pw-audit")
+    page.click("button[type=submit], input[type=submit]")
+
+    page.goto(live_server.url + reverse("approvals:insight"))
+    bar = page.locator("svg.chart rect.o-approve").first
+    assert bar.is_visible()
+    assert bar.evaluate("el => getComputedStyle(el).fill") == "rgb(6, 118, 71)"  # coloured by app.css, not inline
+    page.select_option("select[name=tool]", "issue_refund")
+    page.click(".window-form button[type=submit]")
+    page.wait_for_url("**tool=issue_refund**")
+    assert page.locator("#outcomes-issue_refund").is_visible() and page.locator("#outcomes-get_order_status").count() == 0
+
+    page.goto(live_server.url + reverse("admin:approvals_toolcall_change", args=[call.pk]))
+    assert page.get_by_text("What ran is what was approved").is_visible()
+    assert page.locator("ol.rh-steps > li").count() == 4
+    assert problems == []
+
