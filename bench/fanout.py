@@ -47,6 +47,7 @@ def parse_args():
     parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
     parser.add_argument("--port", type=int, default=0, help="port for the ASGI server (default: a free one)")
     parser.add_argument("--no-deflate", action="store_true", help="serve without per-message compression")
+    parser.add_argument("--per-call", action="store_true", help="also print each call's first and last receipt")
     return parser.parse_args()
 
 
@@ -197,12 +198,19 @@ async def phase(url: str, origin: str, cookies: list[str], clients: int, propose
         task.cancel()
     await asyncio.to_thread(proposer.clear)
     receipts = [(call_id, at) for call_id, at in receipts if call_id in commits]  # not late warm-up ones
+    if PER_CALL:
+        by_call = {}
+        for call_id, at in receipts:
+            by_call.setdefault(call_id, []).append((at - commits[call_id]) * 1000)
+        for call_id in sorted(by_call):
+            print(f"  call {call_id}: first client {min(by_call[call_id]):.1f} ms, last {max(by_call[call_id]):.1f} ms")
     latencies = sorted((at - commits[call_id]) * 1000 for call_id, at in receipts)
     span = max(at for _, at in receipts) - min(commits.values()) if receipts else 0
     return latencies, len(receipts), expected, span
 
 
 WARM_UP = 3
+PER_CALL = False
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -211,6 +219,8 @@ def percentile(values: list[float], p: float) -> float:
 
 def main() -> None:
     args = parse_args()
+    global PER_CALL
+    PER_CALL = args.per_call
     ensure_database(args.database_url)
     setup_django(args)
     users = args.users or max(args.clients)
