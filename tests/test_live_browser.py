@@ -62,13 +62,25 @@ def browser():
         browser.close()
 
 
+def others_busy_in_the_database() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "select count(*) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()"
+            " and state is not null and state <> 'idle'"
+        )
+        return cursor.fetchone()[0]
+
+
 @pytest.fixture(autouse=True)
 def resumed_by_the_worker(stack, model, settings):
-    """Runs started here are advanced by the worker; leave it idle for the next test."""
+    """Runs started here are advanced by the worker. Afterwards, wait until the
+    worker and the server are idle: the database is emptied for the next test,
+    and a request still reading it would deadlock with that."""
     settings.TASKS_IN_PROCESS = False
     settings.REVIEWHUB_RESUME = "agents.dispatch.enqueue_advance"
     yield
     wait_for(lambda: not Run.objects.filter(status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).exists(), timeout=15)
+    wait_for(lambda: others_busy_in_the_database() == 0, timeout=10)
 
 
 @pytest.fixture

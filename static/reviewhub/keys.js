@@ -103,11 +103,13 @@
     else if (card.contains(active)) active.blur();
   });
 
-  // New content from htmx: put the cursor where the reviewer will type.
+  // New content from htmx (the edit form, a refused reason): put the cursor
+  // where the reviewer will type, unless they are already typing somewhere.
   document.addEventListener("htmx:load", function (event) {
     var el = event.detail.elt;
-    if (!el.querySelector) return;
-    var field = el.querySelector("form.edit [name^=arg_], input[name=reason][aria-invalid=true]");
+    var active = document.activeElement;
+    if (!el.querySelector || (active && active.matches("input, textarea, select"))) return;
+    var field = el.querySelector(".invalid [name^=arg_], [aria-invalid=true]") || el.querySelector("form.edit [name^=arg_]");
     if (field) field.focus();
   });
 })();
