@@ -118,3 +118,46 @@ def start_asgi(processes: Processes, port: int) -> subprocess.Popen:
 
 def chromium_path() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def sqlite_rows(db: Path, sql: str) -> list[tuple]:
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def wait_for_rows(db: Path, sql: str, timeout: float = 20) -> list[tuple]:
+    """Poll an SQLite database until the query returns rows; returns them (or [] on time-out)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = sqlite_rows(db, sql)
+        if found:
+            return found
+        time.sleep(0.2)
+    return []
+
+
+def start_demo(var_dir: Path, log_name: str = "demo"):
+    """Start `manage.py demo` (the embedded default: SQLite, no servers) in var_dir and wait until
+    its demo runs have put three calls in the queue. Returns (processes, info); stop the processes."""
+    port = free_port()
+    processes = Processes(
+        {
+            "DJANGO_SETTINGS_MODULE": "reviewhub.settings",
+            "REVIEWHUB_VAR_DIR": str(var_dir),
+            "DATABASE_URL": "",
+            "REDIS_URL": "",
+            "OPENAI_API_KEY": "",
+            "OPENAI_BASE_URL": "",
+        }
+    )
+    proc = processes.start("manage.py", "demo", "--port", str(port), log_name=log_name)
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/login/", timeout=60, process=proc)
+        db = var_dir / "reviewhub.sqlite3"
+        wait_for_rows(db, "select count(*) from approvals_toolcall where status='pending' having count(*) >= 3", timeout=30)
+    except Exception:
+        processes.stop()
+        raise
+    return processes, {"url": f"http://127.0.0.1:{port}", "db": db}

@@ -1,11 +1,8 @@
 """A reviewer in a real browser, against the embedded demo that `make run` starts."""
 
-import sqlite3
-import time
-
 import pytest
 
-from .stack import CHROMIUM_ARGS, Processes, chromium_path, free_port, wait_for_http
+from .stack import CHROMIUM_ARGS, chromium_path, sqlite_rows, start_demo
 
 pytestmark = pytest.mark.browser
 
@@ -14,31 +11,9 @@ PASSWORD = "review-demo-2026"
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    var = tmp_path_factory.mktemp("demo-var")
-    port = free_port()
-    processes = Processes(
-        {
-            "DJANGO_SETTINGS_MODULE": "reviewhub.settings",
-            "REVIEWHUB_VAR_DIR": str(var),
-            "DATABASE_URL": "",
-            "REDIS_URL": "",
-            "OPENAI_API_KEY": "",
-            "OPENAI_BASE_URL": "",
-        }
-    )
-    proc = processes.start("manage.py", "demo", "--port", str(port), log_name="demo")
-    try:
-        wait_for_http(f"http://127.0.0.1:{port}/login/", timeout=60, process=proc)
-        db = var / "reviewhub.sqlite3"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with sqlite3.connect(db) as conn:
-                if conn.execute("select count(*) from approvals_toolcall where status='pending'").fetchone()[0] >= 3:
-                    break
-            time.sleep(0.2)
-        yield {"url": f"http://127.0.0.1:{port}", "db": db}
-    finally:
-        processes.stop()
+    processes, info = start_demo(tmp_path_factory.mktemp("demo-var"))
+    yield info
+    processes.stop()
 
 
 @pytest.fixture
@@ -83,9 +58,7 @@ def test_a_reviewer_edits_a_490_refund_to_49_approves_it_and_the_run_completes(d
     expect(page.locator("#run-status")).to_have_text("Completed", timeout=20000)
     expect(page.locator(".transcript")).to_contain_text("Refunded $49.00 on order A-1001")
 
-    with sqlite3.connect(demo["db"]) as conn:
-        amounts = [row[0] for row in conn.execute("select amount from agents_refund")]
-    assert [float(a) for a in amounts] == [49.0]
+    assert [float(a) for (a,) in sqlite_rows(demo["db"], "select amount from agents_refund")] == [49.0]
 
 
 def test_the_queue_works_without_javascript(demo, page):

@@ -2,67 +2,20 @@
 the claim on opening a call, the dry-run preview, the edit with its changes shown,
 and guidance that the agent acts on."""
 
-import socket
-import sqlite3
-import time
-
 import pytest
 
-from .stack import CHROMIUM_ARGS, Processes, chromium_path, wait_for_http
+from .stack import CHROMIUM_ARGS, chromium_path, start_demo, wait_for_rows
 
 pytestmark = pytest.mark.browser
 
 PASSWORD = "review-demo-2026"
 
 
-def port_in_range(first: int = 8400, last: int = 8499) -> int:
-    for port in range(first, last + 1):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    pytest.skip(f"no free port in {first}-{last}")
-
-
-def rows(db, sql: str) -> list[tuple]:
-    with sqlite3.connect(db) as conn:
-        return conn.execute(sql).fetchall()
-
-
-def wait_for_rows(db, sql: str, timeout: float = 20) -> list[tuple]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = rows(db, sql)
-        if found:
-            return found
-        time.sleep(0.2)
-    return []
-
-
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    var = tmp_path_factory.mktemp("demo-var")
-    port = port_in_range()
-    processes = Processes(
-        {
-            "DJANGO_SETTINGS_MODULE": "reviewhub.settings",
-            "REVIEWHUB_VAR_DIR": str(var),
-            "DATABASE_URL": "",
-            "REDIS_URL": "",
-            "OPENAI_API_KEY": "",
-            "OPENAI_BASE_URL": "",
-        }
-    )
-    proc = processes.start("manage.py", "demo", "--port", str(port), log_name="demo-governance")
-    try:
-        wait_for_http(f"http://127.0.0.1:{port}/login/", timeout=60, process=proc)
-        db = var / "reviewhub.sqlite3"
-        wait_for_rows(db, "select id from approvals_toolcall where status='pending' group by status having count(*) >= 3", timeout=30)
-        yield {"url": f"http://127.0.0.1:{port}", "db": db}
-    finally:
-        processes.stop()
+    processes, info = start_demo(tmp_path_factory.mktemp("demo-var"), log_name="demo-governance")
+    yield info
+    processes.stop()
 
 
 @pytest.fixture
