@@ -168,13 +168,17 @@ def run_retry(*, run: Run, user) -> None:
 
 @transaction.atomic
 def run_cancel(*, run: Run, user) -> None:
+    # Calls first, then the run: the order a decision locks them in, so the two cannot deadlock.
+    pending = list(
+        ToolCall.objects.select_for_update().filter(run=run, status=ToolCall.Status.PENDING).order_by("pk").values_list("pk", flat=True)
+    )
     updated = Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).update(
         status=Run.Status.CANCELLED, thinking=False, finished_at=timezone.now()
     )
     if updated:
-        for call in run.tool_calls.filter(status=ToolCall.Status.PENDING):
-            ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.CANCELLED)
-            live.call_changed(call.pk)
+        ToolCall.objects.filter(pk__in=pending).update(status=ToolCall.Status.CANCELLED)
+        for call_id in pending:
+            live.call_changed(call_id)
         audit.record(audit.AuditEvent.Kind.CANCELLED, run=run, actor=user)
         live.run_changed(run.pk)
 

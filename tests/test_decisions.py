@@ -221,3 +221,16 @@ def test_the_run_page_shows_the_transcript_and_calls_and_offers_retry_when_faile
     assert "failed after 3 attempts" in page
     assert 'value="retry"' in page
     assert "Look up order A-1001." in page
+
+
+def test_cancelling_a_waiting_run_takes_its_calls_out_of_the_queue(client, reviewer, refund_call):
+    client.force_login(reviewer)
+    client.post(reverse("approvals:run_action", args=[refund_call.run_id]), {"action": "cancel"})
+    refund_call.refresh_from_db()
+    assert refund_call.status == ToolCall.Status.CANCELLED
+    assert refund_call.run.status == "cancelled"
+    assert AuditEvent.objects.filter(run=refund_call.run, kind="cancelled", actor=reviewer).exists()
+    response = post(client, refund_call, htmx=True, action="approve")
+    assert response.status_code == 409
+    assert "no longer waiting for review (it is cancelled)" in response.content.decode()
+    assert "Refund $490.00" not in client.get(reverse("approvals:queue")).content.decode()
