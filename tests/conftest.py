@@ -6,7 +6,7 @@ from django.db import connection
 
 from agents import demo_data, model_server
 from approvals.models import Run
-from tests import support
+from tests import stack, support
 
 
 class ScriptedModel:
@@ -110,6 +110,12 @@ def make_run(shop, requester, model):
         return run
 
     return make
+
+
+@pytest.fixture
+def browser():
+    with stack.chromium() as browser:
+        yield browser
 
 
 @pytest.fixture

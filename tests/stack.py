@@ -2,6 +2,7 @@
 on Redis and the test PostgreSQL database, or the embedded demo."""
 
 import os
+from contextlib import contextmanager
 import shutil
 import signal
 import socket
@@ -118,6 +119,24 @@ def start_asgi(processes: Processes, port: int) -> subprocess.Popen:
 
 def chromium_path() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@contextmanager
+def chromium():
+    """Debian's Chromium driven by Playwright (Playwright's own browser download is never used)."""
+    import pytest
+
+    path = chromium_path()
+    if path is None:
+        pytest.skip("Debian's chromium is not installed (make test installs it with apt-get).")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def sqlite_rows(db: Path, sql: str) -> list[tuple]:

@@ -5,7 +5,6 @@ from django.urls import reverse
 
 from agents import loop
 from approvals import services
-from tests.stack import CHROMIUM_ARGS, chromium_path
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -20,18 +19,6 @@ def approved_refund(make_run, reviewer, auditor):
     auditor.set_password("pw-audit")
     auditor.save()
     return call
-
-
-@pytest.fixture
-def browser():
-    if chromium_path() is None:
-        pytest.skip("Chromium is not installed (make chromium).")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 def test_insight_charts_and_a_call_chain_render_with_no_csp_violation(live_server, approved_refund, auditor, browser):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from .stack import CHROMIUM_ARGS, chromium_path, sqlite_rows, start_demo
+from .stack import sqlite_rows, start_demo
 
 pytestmark = pytest.mark.browser
 
@@ -17,18 +17,10 @@ def demo(tmp_path_factory):
 
 
 @pytest.fixture
-def page():
-    executable = chromium_path()
-    if executable is None:
-        pytest.skip("Debian's chromium is not installed (make test installs it with apt-get).")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        page = browser.new_page()
-        page.set_default_timeout(15000)
-        yield page
-        browser.close()
+def page(browser):
+    page = browser.new_page()
+    page.set_default_timeout(15000)
+    return page
 
 
 def test_a_reviewer_edits_a_490_refund_to_49_approves_it_and_the_run_completes(demo, page):

@@ -4,7 +4,7 @@ and guidance that the agent acts on."""
 
 import pytest
 
-from .stack import CHROMIUM_ARGS, chromium_path, start_demo, wait_for_rows
+from .stack import start_demo, wait_for_rows
 
 pytestmark = pytest.mark.browser
 
@@ -19,23 +19,17 @@ def demo(tmp_path_factory):
 
 
 @pytest.fixture
-def page(demo):
-    executable = chromium_path()
-    if executable is None:
-        pytest.skip("Debian's chromium is not installed (make test installs it with apt-get).")
-    from playwright.sync_api import expect, sync_playwright
+def page(demo, browser):
+    from playwright.sync_api import expect
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        page = browser.new_page()
-        page.set_default_timeout(15000)
-        page.goto(demo["url"] + "/login/")
-        page.fill("input[name=username]", "reviewer")
-        page.fill("input[name=password]", PASSWORD)
-        page.click("button[type=submit]")
-        expect(page.locator("h1")).to_have_text("Review queue")
-        yield page
-        browser.close()
+    page = browser.new_page()
+    page.set_default_timeout(15000)
+    page.goto(demo["url"] + "/login/")
+    page.fill("input[name=username]", "reviewer")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    expect(page.locator("h1")).to_have_text("Review queue")
+    return page
 
 
 def test_a_reviewer_claims_previews_and_edits_an_email_seeing_the_changes(demo, page):

@@ -5,7 +5,7 @@ advanced by the worker, whose pushes travel through Redis to the server."""
 import pytest
 from django.conf import settings as django_settings
 from django.db import connection
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from agents import services as agent_services
 from agents.models import Refund
@@ -13,7 +13,7 @@ from approvals import services
 from approvals.models import Decision, Run, ToolCall
 
 from .livestack import session_cookie, wait_for
-from .stack import CHROMIUM_ARGS, Processes, chromium_path, free_port, production_env, redis_available, start_asgi, start_worker
+from .stack import Processes, chromium, free_port, production_env, redis_available, start_asgi, start_worker
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -53,13 +53,8 @@ def stack(django_db_setup, django_db_blocker, model_server_instance):
 
 @pytest.fixture(scope="module")
 def browser():
-    path = chromium_path()
-    if path is None:
-        pytest.skip("Chromium is not installed (make chromium).")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+    with chromium() as browser:
         yield browser
-        browser.close()
 
 
 def others_busy_in_the_database() -> int:
