@@ -166,8 +166,6 @@ class ToolCall(models.Model):
         CANCELLED = "cancelled", "Cancelled"
         UNDONE = "undone", "Undone"
 
-    DECIDED = (Status.APPROVED, Status.EXECUTING, Status.EXECUTED, Status.FAILED, Status.REJECTED, Status.EXPIRED)
-
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_calls")
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="calls")
     call_id = models.CharField(max_length=200)

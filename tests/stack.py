@@ -157,9 +157,9 @@ def wait_for_rows(db: Path, sql: str, timeout: float = 20) -> list[tuple]:
     return []
 
 
-def start_demo(var_dir: Path, log_name: str = "demo"):
-    """Start `manage.py demo` (the embedded default: SQLite, no servers) in var_dir and wait until
-    its demo runs have put three calls in the queue. Returns (processes, info); stop the processes."""
+def start_demo(var_dir: Path, log_name: str = "demo", runs: bool = True):
+    """Start `manage.py demo` (the embedded default: SQLite, no servers) in var_dir and, with runs,
+    wait until its demo runs have put three calls in the queue. Returns (processes, info); stop the processes."""
     port = free_port()
     processes = Processes(
         {
@@ -171,11 +171,13 @@ def start_demo(var_dir: Path, log_name: str = "demo"):
             "OPENAI_BASE_URL": "",
         }
     )
-    proc = processes.start("manage.py", "demo", "--port", str(port), log_name=log_name)
+    proc = processes.start("manage.py", "demo", "--port", str(port), *([] if runs else ["--no-runs"]), log_name=log_name)
     try:
         wait_for_http(f"http://127.0.0.1:{port}/login/", timeout=60, process=proc)
         db = var_dir / "reviewhub.sqlite3"
-        wait_for_rows(db, "select count(*) from approvals_toolcall where status='pending' having count(*) >= 3", timeout=30)
+        if runs:
+            pending = "select count(*) from approvals_toolcall where status='pending' having count(*) >= 3"
+            wait_for_rows(db, pending, timeout=30)
     except Exception:
         processes.stop()
         raise

@@ -10,7 +10,7 @@ import urllib.request
 from agents.demo_data import DEMO_PASSWORD
 
 from .livestack import http_login, queue_socket
-from .stack import Processes, free_port, wait_for_http
+from .stack import start_demo
 
 
 def start_run(base_url: str, cookie: str, text: str) -> None:
@@ -25,21 +25,9 @@ def start_run(base_url: str, cookie: str, text: str) -> None:
 
 
 def test_the_embedded_demo_pushes_from_its_agent_threads(tmp_path):
-    port = free_port()
-    processes = Processes(
-        {
-            "DJANGO_SETTINGS_MODULE": "reviewhub.settings",
-            "REVIEWHUB_VAR_DIR": str(tmp_path),
-            "DATABASE_URL": "",
-            "REDIS_URL": "",
-            "OPENAI_API_KEY": "",
-            "OPENAI_BASE_URL": "",
-        }
-    )
+    processes, demo = start_demo(tmp_path, runs=False)
     try:
-        demo = processes.start("manage.py", "demo", "--port", str(port), "--no-runs", log_name="demo")
-        base_url = f"http://127.0.0.1:{port}"
-        wait_for_http(base_url + "/login/", timeout=60, process=demo)
+        base_url = demo["url"]
         cookie = http_login(base_url, "reviewer", DEMO_PASSWORD)
         with queue_socket(base_url, cookie) as socket:
             start_run(base_url, cookie, "Order A-1002 arrived broken. Please refund $35.")
