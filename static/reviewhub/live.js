@@ -104,9 +104,9 @@
     return !!(card.classList.contains("htmx-request") || card.querySelector(".htmx-request"));
   }
 
-  function busy(card) { // the reviewer is typing in it, has its edit form open, or is deciding it
+  function busy(card) { // the reviewer is typing in it, has its edit form or a preview open, or is deciding it
     var active = document.activeElement;
-    return !!(card.querySelector("form.edit") || inFlight(card) || (card.contains(active) && active.matches("input, textarea, select")));
+    return !!(card.querySelector("form.edit, .preview") || inFlight(card) || (card.contains(active) && active.matches("input, textarea, select")));
   }
 
   function swap(existing, fresh) {
