@@ -18,8 +18,12 @@ chromium:
 run: install
 	$(PY) manage.py demo
 
-test: install chromium
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: install chromium lint
 	$(PY) -m pytest tests -m "not browser"
 	DJANGO_ALLOW_ASYNC_UNSAFE=true $(PY) -m pytest tests -m browser
 
-.PHONY: install chromium run test
+.PHONY: install chromium lint run test

@@ -52,7 +52,9 @@ def setup_roles() -> None:
     Group.objects.get_or_create(name="senior")
     auditors, _ = Group.objects.get_or_create(name="auditors")
     # Auditors read the whole record in the admin and change nothing.
-    auditors.permissions.add(*Permission.objects.filter(content_type__app_label__in=["approvals", "agents"], codename__startswith="view_"))
+    auditors.permissions.add(
+        *Permission.objects.filter(content_type__app_label__in=["approvals", "agents"], codename__startswith="view_")
+    )
 
 
 def seed_users() -> dict:

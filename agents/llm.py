@@ -56,7 +56,9 @@ def _parse(response) -> Reply:
         raise ValueError(f"malformed response from the model: {exc}")
 
 
-def complete(messages: list[dict], tools: list[dict], *, attempts: int | None = None, backoff: float | None = None) -> Reply:
+def complete(
+    messages: list[dict], tools: list[dict], *, attempts: int | None = None, backoff: float | None = None
+) -> Reply:
     attempts = attempts or settings.OPENAI_MAX_RETRIES + 1
     backoff = settings.MODEL_RETRY_BACKOFF if backoff is None else backoff
     last_error = None

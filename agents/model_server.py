@@ -60,7 +60,8 @@ def plan(instruction: str, default_order: str = "A-1001") -> tuple[str, list[dic
                 {
                     "to": to,
                     "subject": "An update on your order",
-                    "body": f"Hi {full.split()[0]},\n\nYour replacement has shipped and should arrive in 2-3 days.\n\nBest,\nThe support team",
+                    "body": f"Hi {full.split()[0]},\n\nYour replacement has shipped and should arrive in 2-3 days.\n\n"
+                    "Best,\nThe support team",
                 },
             )
         ]

@@ -146,7 +146,10 @@ def describe_refund(args: IssueRefundArgs) -> str:
     order = Order.objects.select_related("customer").filter(number=args.order_id).first()
     if order is None:
         return f"Refund {money(args.amount)} for order {args.order_id} (no such order)"
-    return f"Refund {money(args.amount)} to {order.customer.name} for order {order.number} (order total {money(order.total)})"
+    return (
+        f"Refund {money(args.amount)} to {order.customer.name} for order {order.number}"
+        f" (order total {money(order.total)})"
+    )
 
 
 def issue_refund(args: IssueRefundArgs, ctx: ToolContext) -> str:
@@ -154,11 +157,15 @@ def issue_refund(args: IssueRefundArgs, ctx: ToolContext) -> str:
     with transaction.atomic():
         existing = Refund.objects.filter(idempotency_key=ctx.idempotency_key).first()
         if existing:
-            return f"Refund {existing.pk} of {money(existing.amount)} on order {existing.order.number} was already issued."
+            return (
+                f"Refund {existing.pk} of {money(existing.amount)} on order {existing.order.number} was already issued."
+            )
         order = Order.objects.select_for_update().get(pk=_order(args.order_id).pk)
         remaining = order.total - order.refunded_total()
         if amount > remaining:
-            raise ToolError(f"a refund of {money(amount)} exceeds the {money(remaining)} still refundable on {order.number}")
+            raise ToolError(
+                f"a refund of {money(amount)} exceeds the {money(remaining)} still refundable on {order.number}"
+            )
         try:
             with transaction.atomic():
                 refund = Refund.objects.create(
@@ -170,7 +177,10 @@ def issue_refund(args: IssueRefundArgs, ctx: ToolContext) -> str:
 
 
 def simulate_refund(args: IssueRefundArgs) -> str:
-    return f"[dry run] Would record a refund of {money(args.amount)} on order {args.order_id} for “{args.reason}”. Nothing was written."
+    return (
+        f"[dry run] Would record a refund of {money(args.amount)} on order {args.order_id}"
+        f" for “{args.reason}”. Nothing was written."
+    )
 
 
 class SendEmailArgs(Args):

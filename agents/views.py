@@ -11,7 +11,9 @@ from . import agents, services
 
 class NewRunForm(forms.Form):
     agent = forms.ChoiceField(choices=agents.choices)
-    request = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), max_length=4000, label="What should the agent do?")
+    request = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4}), max_length=4000, label="What should the agent do?"
+    )
     dry_run = forms.BooleanField(required=False, label="Dry run (tools that write only show what they would do)")
 
 

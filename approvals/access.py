@@ -59,4 +59,3 @@ def reviewers_for(call: ToolCall):
     if call.run.requested_by_id is not None:
         users = users.exclude(pk=call.run.requested_by_id)
     return users.distinct().order_by("pk")
-

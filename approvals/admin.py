@@ -25,8 +25,13 @@ from django.urls import path, reverse
 from django.utils.functional import cached_property
 from django.utils.html import format_html
 
-from . import audit, export, insight, search
-from . import rules_admin  # noqa: F401  (policy rules, tool settings, shadow results)
+from . import (
+    audit,
+    export,
+    insight,
+    rules_admin,  # noqa: F401  (policy rules, tool settings, shadow results)
+    search,
+)
 from .export import parse_moment
 from .models import AuditEvent, Decision, Message, Run, ToolCall
 from .templatetags.review import reveal
@@ -63,9 +68,16 @@ class DateRangeFilter(admin.DateFieldListFilter):
         super().__init__(field, request, params, model, model_admin, field_path)
         today = self.links[1][1][self.lookup_kwarg_since]
         tomorrow = self.links[1][1][self.lookup_kwarg_until]
-        self.links = self.links[:3] + (
-            ("Past 30 days", {self.lookup_kwarg_since: today - timedelta(days=30), self.lookup_kwarg_until: tomorrow}),
-        ) + self.links[3:]
+        self.links = (
+            self.links[:3]
+            + (
+                (
+                    "Past 30 days",
+                    {self.lookup_kwarg_since: today - timedelta(days=30), self.lookup_kwarg_until: tomorrow},
+                ),
+            )
+            + self.links[3:]
+        )
 
     def queryset(self, request, queryset):
         try:
@@ -189,7 +201,9 @@ class RecordAdmin(admin.ModelAdmin):
 
 def _pretty(value) -> str:
     """JSON for people: indented, escaped, invisible and bidirectional characters made visible."""
-    return format_html("<pre class='rh-json'>{}</pre>", reveal(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)))
+    return format_html(
+        "<pre class='rh-json'>{}</pre>", reveal(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
+    )
 
 
 def _text(value) -> str:
@@ -237,8 +251,38 @@ class ToolCallAdmin(RecordAdmin):
     sortable_by = ["id", "created"]
     ordering = ["-created_at", "-pk"]  # the created_at index serves a date filter and the order at once
     fieldsets = [
-        ("Proposal", {"fields": ["run", "call_id", "tool_name", "tier", "description", "arguments_shown", "facts_shown", "policy_shown", "reasoning_shown", "user_request_shown"]}),
-        ("Outcome", {"fields": ["status", "required_approvals", "expires_at", "approved_arguments_shown", "idempotency_key", "claimed_at", "executed_at", "output_shown"]}),
+        (
+            "Proposal",
+            {
+                "fields": [
+                    "run",
+                    "call_id",
+                    "tool_name",
+                    "tier",
+                    "description",
+                    "arguments_shown",
+                    "facts_shown",
+                    "policy_shown",
+                    "reasoning_shown",
+                    "user_request_shown",
+                ]
+            },
+        ),
+        (
+            "Outcome",
+            {
+                "fields": [
+                    "status",
+                    "required_approvals",
+                    "expires_at",
+                    "approved_arguments_shown",
+                    "idempotency_key",
+                    "claimed_at",
+                    "executed_at",
+                    "output_shown",
+                ]
+            },
+        ),
     ]
     readonly_fields = [field for _, options in fieldsets for field in options["fields"]]
 
@@ -275,7 +319,6 @@ class ToolCallAdmin(RecordAdmin):
         if not call.final_verdict:
             return "run by policy" if (call.policy or {}).get("action") == "run" else ""
         return f"{dict(Decision.Verdict.choices)[call.final_verdict]} by {call.final_reviewer or 'the system'}"
-
 
     @admin.display(description="arguments proposed")
     def arguments_shown(self, call):
@@ -341,7 +384,20 @@ class AuditEventAdmin(RecordAdmin):
     # Newest first by time, then id: with a date filter, ordering by id alone makes
     # PostgreSQL walk the primary key backwards through every newer event.
     ordering = ["-created_at", "-pk"]
-    fields = ["id", "created_at", "kind", "actor", "actor_label", "run", "tool_call", "payload_shown", "prev_hash", "previous_event", "hash", "hash_check"]
+    fields = [
+        "id",
+        "created_at",
+        "kind",
+        "actor",
+        "actor_label",
+        "run",
+        "tool_call",
+        "payload_shown",
+        "prev_hash",
+        "previous_event",
+        "hash",
+        "hash_check",
+    ]
     readonly_fields = fields
 
     def get_search_results(self, request, queryset, search_term):
@@ -359,7 +415,9 @@ class AuditEventAdmin(RecordAdmin):
             return HttpResponseBadRequest("Choose jsonl or csv.")
         try:
             selection = export.ExportFilter.parse(
-                since=request.GET.get("created_at__gte"), before=request.GET.get("created_at__lt"), tool=request.GET.get("tool")
+                since=request.GET.get("created_at__gte"),
+                before=request.GET.get("created_at__lt"),
+                tool=request.GET.get("tool"),
             )
         except ValueError as exc:
             return HttpResponseBadRequest(str(exc))
@@ -372,7 +430,11 @@ class AuditEventAdmin(RecordAdmin):
 
     def changelist_view(self, request, extra_context=None):
         scope = {key: request.GET[key] for key in ("created_at__gte", "created_at__lt", "tool") if request.GET.get(key)}
-        extra_context = {**(extra_context or {}), "export_query": "?" + urlencode(scope) if scope else "", "export_scope": scope}
+        extra_context = {
+            **(extra_context or {}),
+            "export_query": "?" + urlencode(scope) if scope else "",
+            "export_scope": scope,
+        }
         return super().changelist_view(request, extra_context)
 
     @admin.display(description="hash")
@@ -387,12 +449,17 @@ class AuditEventAdmin(RecordAdmin):
     def previous_event(self, event):
         previous = AuditEvent.objects.filter(hash=event.prev_hash).values_list("pk", flat=True).first()
         if previous is None:
-            return "the start of the trail" if event.prev_hash == audit.GENESIS_HASH else "NO STORED EVENT HAS THIS HASH"
-        return format_html('<a href="{}">event {}</a>', reverse("admin:approvals_auditevent_change", args=[previous]), previous)
+            return (
+                "the start of the trail" if event.prev_hash == audit.GENESIS_HASH else "NO STORED EVENT HAS THIS HASH"
+            )
+        return format_html(
+            '<a href="{}">event {}</a>', reverse("admin:approvals_auditevent_change", args=[previous]), previous
+        )
 
     @admin.display(description="hash check")
     def hash_check(self, event):
         if event.hash_matches:
             return "✓ the content matches the hash"
-        return format_html("<strong class='rh-bad'>✗ the content does not match the hash: this event was changed</strong>")
-
+        return format_html(
+            "<strong class='rh-bad'>✗ the content does not match the hash: this event was changed</strong>"
+        )

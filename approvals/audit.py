@@ -127,24 +127,31 @@ def check_rows(rows, *, head: str | None, anchor: str = "") -> ChainCheck:
     for event_id, *fields, stored_hash in rows:
         values = dict(zip(HASHED_FIELDS, fields))
         if event_hash(**values) != stored_hash:
-            return ChainCheck(count, head, event_id, f"event {event_id} was changed: its content no longer matches its hash.")
+            return ChainCheck(
+                count, head, event_id, f"event {event_id} was changed: its content no longer matches its hash."
+            )
         if values["prev_hash"] != previous:
             after = "the start of the trail" if previous_id is None else f"event {previous_id}"
             return ChainCheck(
                 count,
                 head,
                 event_id,
-                f"event {event_id} does not follow {after}: an event between them was deleted, or events were reordered or inserted.",
+                f"event {event_id} does not follow {after}: an event between them was deleted,"
+                " or events were reordered or inserted.",
             )
         previous, previous_id, count = stored_hash, event_id, count + 1
         head_seen = head_seen or stored_hash == head
         anchor_seen = anchor_seen or stored_hash == anchor
     if head is None:
         if count:
-            return ChainCheck(count, head, None, "the head row is missing: deleting the newest events cannot be ruled out.")
+            return ChainCheck(
+                count, head, None, "the head row is missing: deleting the newest events cannot be ruled out."
+            )
     elif not head_seen:
         if previous_id is None:
-            return ChainCheck(count, head, None, f"the trail is empty, but the head records hash {head}: its events were deleted.")
+            return ChainCheck(
+                count, head, None, f"the trail is empty, but the head records hash {head}: its events were deleted."
+            )
         return ChainCheck(
             count,
             head,
@@ -153,7 +160,9 @@ def check_rows(rows, *, head: str | None, anchor: str = "") -> ChainCheck:
             f"the newest events, after event {previous_id}, were deleted.",
         )
     if not anchor_seen:
-        return ChainCheck(count, head, None, f"no event has the anchor hash {anchor}: the trail was rewritten up to there.")
+        return ChainCheck(
+            count, head, None, f"no event has the anchor hash {anchor}: the trail was rewritten up to there."
+        )
     return ChainCheck(count, previous)
 
 
@@ -226,14 +235,14 @@ class CallChain:
 def call_chain(call: ToolCall) -> CallChain:
     """The call's events in order, each checked against its hash and linked to the event before it."""
     events = list(call.audit_events.select_related("actor").order_by("pk"))
-    previous = dict(
-        AuditEvent.objects.filter(hash__in={e.prev_hash for e in events}).values_list("hash", "pk")
-    )
+    previous = dict(AuditEvent.objects.filter(hash__in={e.prev_hash for e in events}).values_list("hash", "pk"))
     steps = []
     approved_hash = executed_hash = ""
     for event in events:
         prev_id = previous.get(event.prev_hash)
-        steps.append(ChainStep(event, event.hash_matches, prev_id if prev_id is not None and prev_id < event.pk else None))
+        steps.append(
+            ChainStep(event, event.hash_matches, prev_id if prev_id is not None and prev_id < event.pk else None)
+        )
         arguments = event.payload.get("arguments")
         if event.kind == AuditEvent.Kind.AUTO_RUN:
             approved_hash = args_hash(arguments)

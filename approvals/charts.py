@@ -73,7 +73,16 @@ def stacked_columns(
                 continue
             h = plot_height * n / y_max
             y -= h
-            rects.append(Rect(round(x, 1), round(y, 1), round(column, 1), round(h, 1), f"o-{key}", f"{day:%a %d %b}: {n} {name.lower()}"))
+            rects.append(
+                Rect(
+                    round(x, 1),
+                    round(y, 1),
+                    round(column, 1),
+                    round(h, 1),
+                    f"o-{key}",
+                    f"{day:%a %d %b}: {n} {name.lower()}",
+                )
+            )
     labels = [
         Label(left - 4, top + 4, f"{y_max:g}", "end"),
         Label(left - 4, top + plot_height, "0", "end"),
@@ -110,7 +119,12 @@ def bars(
         if values:
             longest = max(value for value, _, _ in values)
             labels.append(
-                Label(round(label_width + plot_width * longest / x_max + 4, 1), y + row_height * 0.7, f"{longest:g}{unit}", "start")
+                Label(
+                    round(label_width + plot_width * longest / x_max + 4, 1),
+                    y + row_height * 0.7,
+                    f"{longest:g}{unit}",
+                    "start",
+                )
             )
     height = max(len(rows), 1) * row_height
     return Chart(width, height, rects, labels, f"{len(rows)} rows, scale 0 to {x_max:g}{unit}")

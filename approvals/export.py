@@ -20,8 +20,32 @@ from .audit import CHUNK_SIZE, in_chunks
 from .models import AuditEvent, canonical_json
 
 FORMATS = {"jsonl": "application/x-ndjson; charset=utf-8", "csv": "text/csv; charset=utf-8"}
-COLUMNS = ("id", "created_at", "kind", "run", "tool_call", "tool", "actor", "actor_label", "payload", "prev_hash", "hash")
-_FIELDS = ("id", "created_at", "kind", "run_id", "tool_call_id", "tool_call__tool_name", "actor_id", "actor_label", "payload", "prev_hash", "hash")
+COLUMNS = (
+    "id",
+    "created_at",
+    "kind",
+    "run",
+    "tool_call",
+    "tool",
+    "actor",
+    "actor_label",
+    "payload",
+    "prev_hash",
+    "hash",
+)
+_FIELDS = (
+    "id",
+    "created_at",
+    "kind",
+    "run_id",
+    "tool_call_id",
+    "tool_call__tool_name",
+    "actor_id",
+    "actor_label",
+    "payload",
+    "prev_hash",
+    "hash",
+)
 
 
 def parse_moment(value: str | None) -> datetime | None:

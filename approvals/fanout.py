@@ -95,7 +95,9 @@ def call_messages(call_id: int, user_ids) -> dict[int, str]:
     if call is None:
         return {}
     decision = call.final_decision()
-    outcome = f"{decision.get_verdict_display()} by {decision.reviewer_label}" if decision else call.get_status_display()
+    outcome = (
+        f"{decision.get_verdict_display()} by {decision.reviewer_label}" if decision else call.get_status_display()
+    )
     url = reverse("approvals:call", args=[call.pk])
     this_or_pending = ToolCall.objects.filter(Q(pk=call_id) | Q(status=ToolCall.Status.PENDING))
     groups = defaultdict(list)

@@ -73,7 +73,9 @@ def parse_edit(tool: Tool, data) -> dict:
         try:
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise EditInvalid({"arguments_json": [f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."]})
+            raise EditInvalid(
+                {"arguments_json": [f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."]}
+            )
         if not isinstance(value, dict):
             raise EditInvalid({"arguments_json": ["Arguments must be a JSON object."]})
         return value

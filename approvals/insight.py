@@ -34,9 +34,8 @@ from django.db.models import (
     Q,
     Subquery,
 )
-from django.db.models.functions import Coalesce
 from django.db.models.fields.json import KT
-from django.db.models.functions import TruncDate
+from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 
 from . import charts
@@ -57,10 +56,13 @@ MAX_DAYS = 366
 
 
 def outcome_filter(outcome: str) -> Q:
-    """Calls with this outcome: the policy ran them, or the decision that settled their last review round has this verdict."""
+    """Calls with this outcome: the policy ran them, or the decision that settled their last review round
+    has this verdict."""
     if outcome == AUTO_RUN:
         return Q(policy__action="run")
-    settled = Decision.objects.filter(tool_call=OuterRef("pk"), final=True, round=OuterRef("review_round"), verdict=outcome)
+    settled = Decision.objects.filter(
+        tool_call=OuterRef("pk"), final=True, round=OuterRef("review_round"), verdict=outcome
+    )
     return Q(Exists(settled))
 
 
@@ -137,7 +139,9 @@ class Window:
 class WindowForm(forms.Form):
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, label="Until (included)", widget=forms.DateInput(attrs={"type": "date"}))
-    tool = forms.ChoiceField(required=False, choices=lambda: [("", "All tools")] + [(t.name, t.name) for t in registry.all()])
+    tool = forms.ChoiceField(
+        required=False, choices=lambda: [("", "All tools")] + [(t.name, t.name) for t in registry.all()]
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -200,10 +204,14 @@ def outcome_counts(window: Window) -> dict[str, dict[date, Counter]]:
         .annotate(
             final=FilteredRelation(
                 "decisions",
-                condition=Q(decisions__final=True, decisions__round=F("review_round"), decisions__created_at__gte=window.since),
+                condition=Q(
+                    decisions__final=True, decisions__round=F("review_round"), decisions__created_at__gte=window.since
+                ),
             )
         )
-        .values(day=TruncDate("created_at"), tool=F("tool_name"), verdict=F("final__verdict"), action=KT("policy__action"))
+        .values(
+            day=TruncDate("created_at"), tool=F("tool_name"), verdict=F("final__verdict"), action=KT("policy__action")
+        )
         .annotate(n=Count("pk"))
         .order_by()
     )
@@ -224,7 +232,9 @@ def outcomes(window: Window) -> list[ToolOutcomes]:
 
 
 def _decisions(window: Window):
-    decisions = Decision.objects.filter(reviewer__isnull=False, created_at__gte=window.since, created_at__lt=window.before)
+    decisions = Decision.objects.filter(
+        reviewer__isnull=False, created_at__gte=window.since, created_at__lt=window.before
+    )
     return decisions.filter(tool_call__tool_name=window.tool) if window.tool else decisions
 
 
@@ -321,7 +331,9 @@ class ShadowAgreement:
 
 def shadow_agreement(window: Window) -> list[ShadowAgreement]:
     """Per shadow rule: calls proposed in the window it matched, how many people decided, how many it agreed with."""
-    results = ShadowResult.objects.filter(tool_call__created_at__gte=window.since, tool_call__created_at__lt=window.before)
+    results = ShadowResult.objects.filter(
+        tool_call__created_at__gte=window.since, tool_call__created_at__lt=window.before
+    )
     if window.tool:
         results = results.filter(tool_call__tool_name=window.tool)
     rows = (
@@ -352,7 +364,13 @@ class Report:
     def decision_time_chart(self) -> charts.Chart:
         return charts.bars(
             [
-                (t.tool, [(_seconds(t.p90), "p90", f"{t.tool}: 90% within {_seconds(t.p90):g} s"), (_seconds(t.p50), "p50", f"{t.tool}: half within {_seconds(t.p50):g} s")])
+                (
+                    t.tool,
+                    [
+                        (_seconds(t.p90), "p90", f"{t.tool}: 90% within {_seconds(t.p90):g} s"),
+                        (_seconds(t.p50), "p50", f"{t.tool}: half within {_seconds(t.p50):g} s"),
+                    ],
+                )
                 for t in self.decision_times
             ],
             unit=" s",
@@ -361,7 +379,10 @@ class Report:
     @property
     def reviewer_chart(self) -> charts.Chart:
         return charts.bars(
-            [(r.name, [(r.decisions, "load-fast" if r.too_fast else "load", f"{r.name}: {r.decisions} decisions")]) for r in self.reviewers]
+            [
+                (r.name, [(r.decisions, "load-fast" if r.too_fast else "load", f"{r.name}: {r.decisions} decisions")])
+                for r in self.reviewers
+            ]
         )
 
 

@@ -53,7 +53,13 @@ def arguments_diff(before: dict | None, after: dict | None) -> list[dict]:
     """Field by field, what differs between two sets of arguments."""
     before, after = before or {}, after or {}
     return [
-        {"name": key, "before": before.get(key), "after": after.get(key), "added": key not in before, "removed": key not in after}
+        {
+            "name": key,
+            "before": before.get(key),
+            "after": after.get(key),
+            "added": key not in before,
+            "removed": key not in after,
+        }
         for key in sorted(set(before) | set(after))
         if before.get(key) != after.get(key) or (key in before) != (key in after)
     ]
@@ -372,7 +378,8 @@ class PolicyRule(models.Model):
     order = models.PositiveIntegerField(default=100)
     enabled = models.BooleanField(default=True)
     shadow = models.BooleanField(
-        default=False, help_text="Shadow mode: never decides; records what it would have decided next to the human decision."
+        default=False,
+        help_text="Shadow mode: never decides; records what it would have decided next to the human decision.",
     )
 
     class Meta:
@@ -401,7 +408,8 @@ class PolicyRule(models.Model):
         if not stats["compared"]:
             return f"matched {stats['matched']} call(s); none decided by a person yet"
         percent = round(100 * stats["agreed"] / stats["compared"])
-        return f"agreed {stats['agreed']} of {stats['compared']} decisions ({percent}%); matched {stats['matched']} call(s)"
+        agreed = f"agreed {stats['agreed']} of {stats['compared']} decisions ({percent}%)"
+        return f"{agreed}; matched {stats['matched']} call(s)"
 
     def describe(self) -> str:
         outcome = self.get_outcome_display().lower()
@@ -542,7 +550,9 @@ class AuditEvent(models.Model):
         indexes = [
             # When each reviewer opened each call: the insight page's time to approve reads only this.
             models.Index(
-                fields=["tool_call", "actor", "created_at"], condition=Q(kind="review_claimed"), name="auditevent_claims"
+                fields=["tool_call", "actor", "created_at"],
+                condition=Q(kind="review_claimed"),
+                name="auditevent_claims",
             ),
         ]
 

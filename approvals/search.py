@@ -39,7 +39,11 @@ def calls(term: str) -> Q:
     if ORDER.match(term):
         return _has("arguments", "order_id", term.upper())
     if EMAIL.match(term):
-        return _has("facts", "customer_email", term.lower()) | _has("arguments", "to", term.lower()) | _has("arguments", "to", term)
+        return (
+            _has("facts", "customer_email", term.lower())
+            | _has("arguments", "to", term.lower())
+            | _has("arguments", "to", term)
+        )
     return Q(facts__customer__icontains=term)
 
 

@@ -42,7 +42,9 @@ class AlreadyDecided(DecisionError):
         self.decision = decision
         if decision is not None:
             when = timezone.localtime(decision.created_at).strftime("%Y-%m-%d %H:%M:%S %Z")
-            super().__init__(f"Already {decision.get_verdict_display().lower()} by {decision.reviewer_label} at {when}.")
+            super().__init__(
+                f"Already {decision.get_verdict_display().lower()} by {decision.reviewer_label} at {when}."
+            )
         else:
             super().__init__(f"This call is no longer waiting for review (it is {call.get_status_display().lower()}).")
 
@@ -170,7 +172,10 @@ def run_retry(*, run: Run, user) -> None:
 def run_cancel(*, run: Run, user) -> None:
     # Calls first, then the run: the order a decision locks them in, so the two cannot deadlock.
     pending = list(
-        ToolCall.objects.select_for_update().filter(run=run, status=ToolCall.Status.PENDING).order_by("pk").values_list("pk", flat=True)
+        ToolCall.objects.select_for_update()
+        .filter(run=run, status=ToolCall.Status.PENDING)
+        .order_by("pk")
+        .values_list("pk", flat=True)
     )
     updated = Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).update(
         status=Run.Status.CANCELLED, thinking=False, finished_at=timezone.now()
@@ -251,7 +256,9 @@ def _gate(run: Run, message: Message, proposed: ProposedCall) -> ToolCall:
     call.policy = outcome.as_dict()
     if outcome.action == policy.FORBID:
         call.status = ToolCall.Status.FORBIDDEN
-        return _refuse(call, "forbidden", f"Error: {tool.name} is not allowed here ({outcome.reason}). Nothing was done.")
+        return _refuse(
+            call, "forbidden", f"Error: {tool.name} is not allowed here ({outcome.reason}). Nothing was done."
+        )
     try:
         call.description = tool.render_description(args)
         call.facts = tool.fetch_facts(args)
@@ -573,7 +580,9 @@ def toolcall_review_start(*, call_id: int, reviewer) -> bool:
 
 def toolcall_review_release(*, call_id: int, reviewer) -> bool:
     with transaction.atomic():
-        if not ToolCall.objects.filter(pk=call_id, reviewing_by=reviewer).update(reviewing_by=None, reviewing_until=None):
+        if not ToolCall.objects.filter(pk=call_id, reviewing_by=reviewer).update(
+            reviewing_by=None, reviewing_until=None
+        ):
             return False
         call = ToolCall.objects.select_related("run").get(pk=call_id)
         audit.record(audit.AuditEvent.Kind.REVIEW_RELEASED, tool_call=call, actor=reviewer)
@@ -663,7 +672,9 @@ def toolcall_expire(*, call_id: int, reason: str = "", now: datetime | None = No
         decision = Decision.objects.create(
             tool_call=call, reviewer=None, verdict=Decision.Verdict.EXPIRE, reason=reason, round=call.review_round
         )
-        ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.EXPIRED, reviewing_by=None, reviewing_until=None)
+        ToolCall.objects.filter(pk=call.pk).update(
+            status=ToolCall.Status.EXPIRED, reviewing_by=None, reviewing_until=None
+        )
         audit.record(audit.AuditEvent.Kind.EXPIRED, tool_call=call, payload={"reason": reason})
         _record_output(call, f"Rejected by the system: {reason}. Nothing was done.")
         _shadow_settle(call, Decision.Verdict.EXPIRE)
@@ -676,7 +687,9 @@ def expire_overdue(now=None) -> int:
     """Escalate or reject every pending call past its deadline; returns how many were rejected."""
     now = now or timezone.now()
     count = 0
-    for call_id in ToolCall.objects.filter(status=ToolCall.Status.PENDING, expires_at__lte=now).values_list("pk", flat=True):
+    for call_id in ToolCall.objects.filter(status=ToolCall.Status.PENDING, expires_at__lte=now).values_list(
+        "pk", flat=True
+    ):
         if toolcall_expire(call_id=call_id, now=now):
             count += 1
     return count
@@ -738,7 +751,9 @@ def _recheck(call: ToolCall, tool: Tool, args, arguments: dict) -> Return | None
     try:
         fresh = tool.fetch_facts(args)
     except Exception as exc:
-        return Return(f"The facts could not be fetched again ({exc}).", facts={"error": f"facts could not be fetched: {exc}"})
+        return Return(
+            f"The facts could not be fetched again ({exc}).", facts={"error": f"facts could not be fetched: {exc}"}
+        )
     seen = call.facts or {}
     changes = {
         name: {"before": seen.get(name), "after": fresh.get(name)}
@@ -782,7 +797,11 @@ def _return_to_queue(call: ToolCall, back: Return) -> None:
     audit.record(
         audit.AuditEvent.Kind.RETURNED,
         tool_call=call,
-        payload={"reason": back.reason, "changes": back.changes, "round": fields.get("review_round", call.review_round)},
+        payload={
+            "reason": back.reason,
+            "changes": back.changes,
+            "round": fields.get("review_round", call.review_round),
+        },
     )
     live.call_changed(call.pk)
 
@@ -805,11 +824,18 @@ def toolcall_execute(call: ToolCall) -> bool:
     # What runs must be what was approved: same tool, same argument hash.
     expected_hash = decision.arguments_hash if decision else call.arguments_hash
     if tool is None or arguments is None or args_hash(arguments) != expected_hash:
-        return _finish(call, ToolCall.Status.FAILED, "Error: the approved call could not be matched; nothing was run.", arguments)
+        return _finish(
+            call, ToolCall.Status.FAILED, "Error: the approved call could not be matched; nothing was run.", arguments
+        )
     try:
         args = tool.parse(arguments)
     except ArgumentsInvalid as exc:
-        return _finish(call, ToolCall.Status.FAILED, f"Error: the approved arguments are no longer valid: {exc.message()}", arguments)
+        return _finish(
+            call,
+            ToolCall.Status.FAILED,
+            f"Error: the approved arguments are no longer valid: {exc.message()}",
+            arguments,
+        )
     if not retake:  # a retaken call passed these checks before its worker died
         back = _recheck(call, tool, args, arguments)
         if back is not None:
@@ -845,7 +871,12 @@ def _finish(call: ToolCall, status: str, output: str, arguments) -> bool:
     audit.record(
         kind,
         tool_call=call,
-        payload={"arguments": arguments, "idempotency_key": call.idempotency_key, "output": output, "dry_run": call.run.dry_run},
+        payload={
+            "arguments": arguments,
+            "idempotency_key": call.idempotency_key,
+            "output": output,
+            "dry_run": call.run.dry_run,
+        },
     )
     _record_output(call, output)
     live.call_changed(call.pk)

@@ -5,8 +5,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from . import insight, services
-from .audit import AUDIT_PERMISSION
 from .access import can_decide, is_reviewer, visible_calls
+from .audit import AUDIT_PERMISSION
 from .forms import edit_fields, parse_edit
 from .models import Decision, Run, ToolCall, arguments_diff
 from .panels import panel_context
@@ -62,7 +62,9 @@ def _approve_selected(request: HttpRequest) -> None:
     results = services.toolcall_approve_many(reviewer=request.user, items=items)
     done = [pk for pk, problem in results if not problem]
     if done:
-        messages.success(request, f"Approved {len(done)} call{'s' if len(done) != 1 else ''}: " + ", ".join(f"#{pk}" for pk in done))
+        messages.success(
+            request, f"Approved {len(done)} call{'s' if len(done) != 1 else ''}: " + ", ".join(f"#{pk}" for pk in done)
+        )
     for pk, problem in results:
         if problem:
             messages.error(request, f"#{pk} was not approved: {problem}")
@@ -82,7 +84,15 @@ def _preview(call: ToolCall) -> str:
 
 
 def _panel_context(
-    request, call: ToolCall, *, edit_values=None, errors=None, error_message="", editing=False, edit_diff=None, preview=""
+    request,
+    call: ToolCall,
+    *,
+    edit_values=None,
+    errors=None,
+    error_message="",
+    editing=False,
+    edit_diff=None,
+    preview="",
 ):
     tool = registry.get(call.tool_name)
     values = edit_values if edit_values is not None else (call.review_arguments or {})
@@ -212,7 +222,12 @@ def _claim(request: HttpRequest, call: ToolCall, action: str) -> HttpResponse:
         return redirect("approvals:call", pk=call.pk)
     call.refresh_from_db()
     allowed, _ = can_decide(request.user, call)
-    return render(request, "approvals/partials/claim.html", {"call": call, "can_decide": allowed and call.is_pending}, status=status)
+    return render(
+        request,
+        "approvals/partials/claim.html",
+        {"call": call, "can_decide": allowed and call.is_pending},
+        status=status,
+    )
 
 
 @login_required

@@ -25,10 +25,8 @@ import asyncio
 import json
 import os
 import socket
-import statistics
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -43,7 +41,9 @@ def parse_args():
     parser.add_argument("--users", type=int, default=0, help="distinct reviewers (default: one per client)")
     parser.add_argument("--calls", type=int, default=40, help="calls proposed per phase (M)")
     parser.add_argument("--interval", type=float, default=0.1, help="seconds between paced proposals")
-    parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/reviewhub_bench"))
+    parser.add_argument(
+        "--database-url", default=os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/reviewhub_bench")
+    )
     parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
     parser.add_argument("--port", type=int, default=0, help="port for the ASGI server (default: a free one)")
     parser.add_argument("--no-deflate", action="store_true", help="serve without per-message compression")
@@ -105,10 +105,24 @@ def make_users(count: int):
 def start_server(args, port: int) -> subprocess.Popen:
     env = {**os.environ, "ALLOWED_HOSTS": "127.0.0.1,localhost", "LOG_LEVEL": "WARNING"}
     server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "reviewhub.asgi:application", "--host", "127.0.0.1", "--port", str(port),
-         "--log-level", "warning", "--no-access-log", "--lifespan", "off",
-         *(["--ws-per-message-deflate", "false"] if args.no_deflate else [])],
-        cwd=ROOT, env=env,
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "reviewhub.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--no-access-log",
+            "--lifespan",
+            "off",
+            *(["--ws-per-message-deflate", "false"] if args.no_deflate else []),
+        ],
+        cwd=ROOT,
+        env=env,
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -142,9 +156,13 @@ class Proposer:
         committed = {}
         arguments = json.dumps({"order_id": "A-1002", "amount": 35, "reason": f"Benchmark {self.sequence}"})
         with transaction.atomic():
-            transaction.on_commit(lambda: committed.setdefault("at", time.perf_counter()))  # runs before the push is sent
+            transaction.on_commit(
+                lambda: committed.setdefault("at", time.perf_counter())
+            )  # runs before the push is sent
             message = self.services.step_record(
-                self.run, content="I'll refund.", calls=[ProposedCall(f"bench_{time.time_ns()}", "issue_refund", arguments)]
+                self.run,
+                content="I'll refund.",
+                calls=[ProposedCall(f"bench_{time.time_ns()}", "issue_refund", arguments)],
             )
         return message.calls.get().pk, committed["at"]
 
@@ -154,15 +172,23 @@ class Proposer:
         ToolCall.objects.filter(status=ToolCall.Status.PENDING).update(status=ToolCall.Status.CANCELLED)
 
 
-async def phase(url: str, origin: str, cookies: list[str], clients: int, proposer: Proposer, calls: int, interval: float):
+async def phase(
+    url: str, origin: str, cookies: list[str], clients: int, proposer: Proposer, calls: int, interval: float
+):
     from websockets.asyncio.client import connect
 
     receipts: list[tuple[int, float]] = []
     sockets = []
     for i in range(clients):
         sockets.append(
-            await connect(url, origin=origin, additional_headers={"Cookie": cookies[i % len(cookies)]},
-                          proxy=None, ping_interval=None, max_size=None)
+            await connect(
+                url,
+                origin=origin,
+                additional_headers={"Cookie": cookies[i % len(cookies)]},
+                proxy=None,
+                ping_interval=None,
+                max_size=None,
+            )
         )
 
     async def listen(ws):
@@ -231,18 +257,33 @@ def main() -> None:
         proposer = Proposer(requester)
         proposer.clear()
         load = os.getloadavg()
-        print(f"ASGI: 1 uvicorn process on Redis ({args.redis_url}); {os.cpu_count()} CPUs; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-        print(f"{'phase':<6} {'N':>4} {'users':>5} {'M':>4} | {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'max ms':>7} | {'pushes/s':>9} {'received':>9}")
+        print(
+            f"ASGI: 1 uvicorn process on Redis ({args.redis_url}); {os.cpu_count()} CPUs;"
+            f" load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+        )
+        print(
+            f"{'phase':<6} {'N':>4} {'users':>5} {'M':>4} | {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'max ms':>7}"
+            f" | {'pushes/s':>9} {'received':>9}"
+        )
         for clients in args.clients:
             for name, interval in (("paced", args.interval), ("burst", 0.0)):
                 latencies, received, expected, span = asyncio.run(
-                    phase(f"ws://127.0.0.1:{port}/ws/queue/", f"http://127.0.0.1:{port}", cookies[:max(1, min(users, clients))],
-                          clients, proposer, args.calls, interval)
+                    phase(
+                        f"ws://127.0.0.1:{port}/ws/queue/",
+                        f"http://127.0.0.1:{port}",
+                        cookies[: max(1, min(users, clients))],
+                        clients,
+                        proposer,
+                        args.calls,
+                        interval,
+                    )
                 )
                 rate = received / span if span else 0
                 print(
-                    f"{name:<6} {clients:>4} {min(users, clients):>5} {args.calls:>4} | {percentile(latencies, 50):7.1f} "
-                    f"{percentile(latencies, 95):7.1f} {percentile(latencies, 99):7.1f} {max(latencies, default=float('nan')):7.1f} | "
+                    f"{name:<6} {clients:>4} {min(users, clients):>5} {args.calls:>4} | "
+                    f"{percentile(latencies, 50):7.1f} {percentile(latencies, 95):7.1f} "
+                    f"{percentile(latencies, 99):7.1f} "
+                    f"{max(latencies, default=float('nan')):7.1f} | "
                     f"{rate:9.0f} {received:>4}/{expected:<4}",
                     flush=True,
                 )

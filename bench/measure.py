@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewhub.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
@@ -38,7 +38,11 @@ BUDGET_MS = 300
 def pages() -> list[tuple[str, str]]:
     today = timezone.localdate()
     day = today - timedelta(days=90)
-    call = list(ToolCall.objects.filter(tool_name="issue_refund", status="executed").order_by("-pk").values_list("pk", "run_id")[:501])[-1]
+    call = list(
+        ToolCall.objects.filter(tool_name="issue_refund", status="executed")
+        .order_by("-pk")
+        .values_list("pk", "run_id")[:501]
+    )[-1]
     order = ToolCall.objects.get(pk=call[0]).arguments["order_id"]
     reviewer = Decision.objects.filter(reviewer__isnull=False).values_list("reviewer_id", flat=True).first()
     event = AuditEvent.objects.filter(tool_call_id=call[0]).values_list("pk", flat=True).first()
@@ -47,7 +51,10 @@ def pages() -> list[tuple[str, str]]:
         ("audit events", f"{a}/auditevent/"),
         ("audit events, kind=decided", f"{a}/auditevent/?kind=decided"),
         ("audit events, tool=send_email", f"{a}/auditevent/?tool=send_email"),
-        ("audit events, one day 90 days ago", f"{a}/auditevent/?created_at__gte={day}&created_at__lt={day + timedelta(days=1)}"),
+        (
+            "audit events, one day 90 days ago",
+            f"{a}/auditevent/?created_at__gte={day}&created_at__lt={day + timedelta(days=1)}",
+        ),
         ("audit events, one reviewer", f"{a}/auditevent/?actor={reviewer}"),
         ("audit events, search run id", f"{a}/auditevent/?q={call[1]}"),
         ("audit events, search order", f"{a}/auditevent/?q={order}"),
@@ -56,7 +63,10 @@ def pages() -> list[tuple[str, str]]:
         ("tool calls", f"{a}/toolcall/"),
         ("tool calls, tool+outcome", f"{a}/toolcall/?tool=issue_refund&outcome=edit"),
         ("tool calls, tier+reviewer", f"{a}/toolcall/?tier=approval&reviewer={reviewer}"),
-        ("tool calls, one day 90 days ago", f"{a}/toolcall/?created_at__gte={day}&created_at__lt={day + timedelta(days=1)}"),
+        (
+            "tool calls, one day 90 days ago",
+            f"{a}/toolcall/?created_at__gte={day}&created_at__lt={day + timedelta(days=1)}",
+        ),
         ("tool calls, search order", f"{a}/toolcall/?q={order}"),
         ("tool calls, search customer", f"{a}/toolcall/?q=Noor"),
         ("tool calls, sorted by time", f"{a}/toolcall/?o=8"),
@@ -92,7 +102,9 @@ def main():
     auditor = get_user_model().objects.get(username="auditor")
     client = Client()
     client.force_login(auditor)
-    print(f"{AuditEvent.objects.count():,} audit events, {ToolCall.objects.count():,} tool calls on {connection.vendor}\n")
+    print(
+        f"{AuditEvent.objects.count():,} audit events, {ToolCall.objects.count():,} tool calls on {connection.vendor}\n"
+    )
     print(f"{'page':<40} {'status':>6} {'median ms':>10} {'max ms':>8} {'queries':>8}")
     slow = []
     for name, url in pages():
@@ -108,7 +120,10 @@ def main():
     if not options.skip_verify:
         started = time.perf_counter()
         check = audit.verify()
-        print(f"verify_audit: {check.count:,} events in {time.perf_counter() - started:.1f} s, {'intact' if check.ok else check.problem}")
+        print(
+            f"verify_audit: {check.count:,} events in {time.perf_counter() - started:.1f} s,"
+            f" {'intact' if check.ok else check.problem}"
+        )
     if slow:
         print(f"\nOver {BUDGET_MS} ms or not 200: {', '.join(slow)}")
 

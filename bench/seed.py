@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewhub.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
@@ -35,7 +35,11 @@ from agents import demo_data  # noqa: E402
 from approvals.audit import _json_safe  # noqa: E402
 from approvals.models import GENESIS_HASH, AuditEvent, AuditHead, PolicyRule, ShadowResult, args_hash, event_hash  # noqa: E402
 
-CUSTOMERS = [f"{first} {last}" for first in ("Dana", "Lee", "Maria", "Sam", "Ada", "Ravi", "Noor", "Jon", "Ines", "Kai") for last in ("Smith", "Wong", "Garcia", "Okafor", "Novak", "Ito", "Berg", "Haddad")]
+CUSTOMERS = [
+    f"{first} {last}"
+    for first in ("Dana", "Lee", "Maria", "Sam", "Ada", "Ravi", "Noor", "Jon", "Ines", "Kai")
+    for last in ("Smith", "Wong", "Garcia", "Okafor", "Novak", "Ito", "Berg", "Haddad")
+]
 TOOLS = [  # name, tier, weight
     ("get_order_status", "read_only", 25),
     ("lookup_customer", "read_only", 10),
@@ -69,14 +73,23 @@ class Seeder:
         for i in range(self.reviewers):
             user, _ = User.objects.get_or_create(username=f"reviewer{i + 1:02d}")
             user.groups.add(reviewers)
-            self.reviewer_ids.append((user.pk, user.username, 1.2 if i < 2 else 25.0))  # seconds to read; the first two approve in a blink
+            self.reviewer_ids.append(
+                (user.pk, user.username, 1.2 if i < 2 else 25.0)
+            )  # seconds to read; the first two approve in a blink
         self.requester, _ = User.objects.get_or_create(username="ops-agent")
         auditor, created = User.objects.get_or_create(username="auditor", defaults={"is_staff": True})
         auditor.groups.add(Group.objects.get(name="auditors"))
         self.auditor = auditor
         self.shadow_rule, _ = PolicyRule.objects.get_or_create(
             name="Refunds up to $50 (shadow)",
-            defaults={"tool_name": "issue_refund", "field": "amount", "operator": "<=", "value": 50, "outcome": "run", "shadow": True},
+            defaults={
+                "tool_name": "issue_refund",
+                "field": "amount",
+                "operator": "<=",
+                "value": 50,
+                "outcome": "run",
+                "shadow": True,
+            },
         )
 
     # --- rows -----------------------------------------------------------------------------
@@ -89,7 +102,20 @@ class Seeder:
             run_id=run_id, tool_call_id=call_id, kind=kind, actor_id=actor_id, actor_label=actor_label,
             payload=payload, created_at=when, prev_hash=self.prev_hash,
         )  # fmt: skip
-        copy.write_row((self.event_id, run_id, call_id, kind, actor_id, actor_label, json.dumps(payload, ensure_ascii=False), when, self.prev_hash, digest))
+        copy.write_row(
+            (
+                self.event_id,
+                run_id,
+                call_id,
+                kind,
+                actor_id,
+                actor_label,
+                json.dumps(payload, ensure_ascii=False),
+                when,
+                self.prev_hash,
+                digest,
+            )
+        )
         self.prev_hash = digest
         self.events_written += 1
 
@@ -99,8 +125,16 @@ class Seeder:
             "get_order_status": {"order_id": order},
             "lookup_customer": {"query": customer},
             "add_order_note": {"order_id": order, "text": "Customer called about the delivery."},
-            "issue_refund": {"order_id": order, "amount": round(self.rng.uniform(5, 400), 2), "reason": "Item arrived broken"},
-            "send_email": {"to": email, "subject": "About your order", "body": f"Hi {customer.split()[0]}, your refund is on its way."},
+            "issue_refund": {
+                "order_id": order,
+                "amount": round(self.rng.uniform(5, 400), 2),
+                "reason": "Item arrived broken",
+            },
+            "send_email": {
+                "to": email,
+                "subject": "About your order",
+                "body": f"Hi {customer.split()[0]}, your refund is on its way.",
+            },
         }[tool], email
 
     def run(self, copy, index, calls_here, padding):
@@ -110,8 +144,32 @@ class Seeder:
         customer = self.rng.choice(CUSTOMERS)
         order = f"A-{self.rng.randrange(1000, 10000)}"
         request = f"{customer} says order {order} arrived broken; please refund and let them know."
-        self.rows["run"].append((run_id, uuid.UUID(int=self.rng.getrandbits(128), version=4), "support", request, self.requester.pk, "completed", 2 + padding, 12, False, "", False, t, t + self.interval * 0.8, t + self.interval * 0.8))
-        self.event(copy, "run_started", t, run_id=run_id, actor=(self.requester.pk, "ops-agent"), payload={"agent": "support", "request": request, "dry_run": False})
+        self.rows["run"].append(
+            (
+                run_id,
+                uuid.UUID(int=self.rng.getrandbits(128), version=4),
+                "support",
+                request,
+                self.requester.pk,
+                "completed",
+                2 + padding,
+                12,
+                False,
+                "",
+                False,
+                t,
+                t + self.interval * 0.8,
+                t + self.interval * 0.8,
+            )
+        )
+        self.event(
+            copy,
+            "run_started",
+            t,
+            run_id=run_id,
+            actor=(self.requester.pk, "ops-agent"),
+            payload={"agent": "support", "request": request, "dry_run": False},
+        )
         self.message_id += 1
         self.rows["message"].append((self.message_id, run_id, 0, "user", request, "[]", "", t))
         self.message_id += 1
@@ -132,24 +190,90 @@ class Seeder:
         call_id = self.call_id
         tool, tier = self.rng.choices([(name, tier) for name, tier, _ in TOOLS], weights=[w for *_, w in TOOLS])[0]
         args, email = self.arguments(tool, order, customer)
-        facts = {"customer": customer, "customer_email": email, "order_status": "delivered", "order_total": "$420.00", "already_refunded": "$0.00"} if tier == "approval" else {}
+        facts = (
+            {
+                "customer": customer,
+                "customer_email": email,
+                "order_status": "delivered",
+                "order_total": "$420.00",
+                "already_refunded": "$0.00",
+            }
+            if tier == "approval"
+            else {}
+        )
         description = f"{tool.replace('_', ' ').capitalize()} for {customer} on order {order}"
         auto = tier != "approval"
-        policy = {"action": "run" if auto else "review", "reason": f"{tier} tier", "rule_id": None, "required_approvals": 1}
+        policy = {
+            "action": "run" if auto else "review",
+            "reason": f"{tier} tier",
+            "rule_id": None,
+            "required_approvals": 1,
+        }
         key = f"run-bench-{run_id}-call-{call_id}"
         status, decided_args, decision_at, output, executed_at = "executed", args, None, "Done.", None
         shadowed = tool == "issue_refund" and args["amount"] <= 50
         shadow = [{"rule": self.shadow_rule.pk, "name": self.shadow_rule.name, "outcome": "run"}] if shadowed else []
         if auto:
-            self.event(copy, "auto_run", t, run_id=run_id, call_id=call_id, payload={"tool": tool, "arguments": args, "description": description, "policy": policy, "facts": facts, "shadow": shadow})
+            self.event(
+                copy,
+                "auto_run",
+                t,
+                run_id=run_id,
+                call_id=call_id,
+                payload={
+                    "tool": tool,
+                    "arguments": args,
+                    "description": description,
+                    "policy": policy,
+                    "facts": facts,
+                    "shadow": shadow,
+                },
+            )
         else:
-            self.event(copy, "proposed", t, run_id=run_id, call_id=call_id, payload={"tool": tool, "arguments": args, "arguments_hash": args_hash(args), "description": description, "facts": facts, "policy": policy, "reasoning": "The customer reports damage; a refund and a note are due.", "shadow": shadow})
+            self.event(
+                copy,
+                "proposed",
+                t,
+                run_id=run_id,
+                call_id=call_id,
+                payload={
+                    "tool": tool,
+                    "arguments": args,
+                    "arguments_hash": args_hash(args),
+                    "description": description,
+                    "facts": facts,
+                    "policy": policy,
+                    "reasoning": "The customer reports damage; a refund and a note are due.",
+                    "shadow": shadow,
+                },
+            )
             verdict = self.rng.choices([v for v, _ in VERDICTS], weights=[w for _, w in VERDICTS])[0]
             if verdict == "expire":
                 decision_at = t + step * 0.9
                 self.decision_id += 1
-                self.rows["decision"].append((self.decision_id, call_id, None, "expire", None, "", "no decision within 1 h", True, decision_at, "", 1))
-                self.event(copy, "expired", decision_at, run_id=run_id, call_id=call_id, payload={"reason": "no decision within 1 h"})
+                self.rows["decision"].append(
+                    (
+                        self.decision_id,
+                        call_id,
+                        None,
+                        "expire",
+                        None,
+                        "",
+                        "no decision within 1 h",
+                        True,
+                        decision_at,
+                        "",
+                        1,
+                    )
+                )
+                self.event(
+                    copy,
+                    "expired",
+                    decision_at,
+                    run_id=run_id,
+                    call_id=call_id,
+                    payload={"reason": "no decision within 1 h"},
+                )
                 status, decided_args, output = "expired", None, "Rejected by the system: no decision within 1 h."
             else:
                 reviewer_id, name, reading = self.rng.choice(self.reviewer_ids)
@@ -160,7 +284,15 @@ class Seeder:
                 opened_at = t + timedelta(seconds=waited * scale)
                 decision_at = opened_at + timedelta(seconds=read * scale)
                 if self.rng.random() < 0.8:
-                    self.event(copy, "review_claimed", opened_at, run_id=run_id, call_id=call_id, actor=(reviewer_id, name), payload={"until": opened_at + timedelta(minutes=5)})
+                    self.event(
+                        copy,
+                        "review_claimed",
+                        opened_at,
+                        run_id=run_id,
+                        call_id=call_id,
+                        actor=(reviewer_id, name),
+                        payload={"until": opened_at + timedelta(minutes=5)},
+                    )
                 if verdict == "edit" and tool == "issue_refund":
                     decided_args = {**args, "amount": round(args["amount"] / 2, 2)}
                 elif verdict == "edit":
@@ -169,18 +301,72 @@ class Seeder:
                 if verdict == "reject":
                     decided_args = None
                 self.decision_id += 1
-                self.rows["decision"].append((self.decision_id, call_id, reviewer_id, verdict, json.dumps(decided_args) if decided_args is not None else None, args_hash(decided_args) if decided_args is not None else "", reason, True, decision_at, "", 1))
-                self.event(copy, "decided", decision_at, run_id=run_id, call_id=call_id, actor=(reviewer_id, name), payload={"verdict": verdict, "arguments_shown_hash": args_hash(args), "arguments": decided_args, "arguments_hash": args_hash(decided_args) if decided_args is not None else "", "reason": reason, "guidance": "", "round": 1, "final": True, "approvals": "1 of 1", "facts": None})
+                self.rows["decision"].append(
+                    (
+                        self.decision_id,
+                        call_id,
+                        reviewer_id,
+                        verdict,
+                        json.dumps(decided_args) if decided_args is not None else None,
+                        args_hash(decided_args) if decided_args is not None else "",
+                        reason,
+                        True,
+                        decision_at,
+                        "",
+                        1,
+                    )
+                )
+                self.event(
+                    copy,
+                    "decided",
+                    decision_at,
+                    run_id=run_id,
+                    call_id=call_id,
+                    actor=(reviewer_id, name),
+                    payload={
+                        "verdict": verdict,
+                        "arguments_shown_hash": args_hash(args),
+                        "arguments": decided_args,
+                        "arguments_hash": args_hash(decided_args) if decided_args is not None else "",
+                        "reason": reason,
+                        "guidance": "",
+                        "round": 1,
+                        "final": True,
+                        "approvals": "1 of 1",
+                        "facts": None,
+                    },
+                )
                 if verdict == "reject":
                     status, output = "rejected", f"Rejected by reviewer: {reason}"
         if decided_args is not None and status == "executed":
             executed_at = t + step * 2
-            self.event(copy, "executing", executed_at, run_id=run_id, call_id=call_id, payload={"arguments": decided_args, "arguments_hash": args_hash(decided_args), "idempotency_key": key, "dry_run": False})
-            self.event(copy, "executed", executed_at + step * 0.5, run_id=run_id, call_id=call_id, payload={"arguments": decided_args, "idempotency_key": key, "output": output, "dry_run": False})
+            self.event(
+                copy,
+                "executing",
+                executed_at,
+                run_id=run_id,
+                call_id=call_id,
+                payload={
+                    "arguments": decided_args,
+                    "arguments_hash": args_hash(decided_args),
+                    "idempotency_key": key,
+                    "dry_run": False,
+                },
+            )
+            self.event(
+                copy,
+                "executed",
+                executed_at + step * 0.5,
+                run_id=run_id,
+                call_id=call_id,
+                payload={"arguments": decided_args, "idempotency_key": key, "output": output, "dry_run": False},
+            )
         if shadowed:
             verdict_seen = "" if auto else verdict
             agreed = None if auto else ShadowResult.agreement("run", verdict)
-            self.rows["shadowresult"].append((len(self.rows["shadowresult"]) + 1, self.shadow_rule.pk, call_id, "run", verdict_seen, agreed, t))
+            self.rows["shadowresult"].append(
+                (len(self.rows["shadowresult"]) + 1, self.shadow_rule.pk, call_id, "run", verdict_seen, agreed, t)
+            )
         self.rows["toolcall"].append((
             call_id, run_id, message_id, f"call_{call_id}", tool, json.dumps(args), json.dumps(args), args_hash(args), tier, status,
             json.dumps(policy), 1, description, json.dumps(facts), "The customer reports damage.", "", None if auto else t + timedelta(hours=1),
@@ -192,17 +378,24 @@ class Seeder:
 
     def load(self):
         with transaction.atomic(), connection.cursor() as django_cursor:
-            django_cursor.execute("SET LOCAL session_replication_role = replica")  # no FK or append-only triggers while loading
+            django_cursor.execute(
+                "SET LOCAL session_replication_role = replica"
+            )  # no FK or append-only triggers while loading
             django_cursor.execute("SET LOCAL synchronous_commit = off")
             cursor = django_cursor.cursor
-            calls_per_run = [self.target_calls // self.runs + (1 if i < self.target_calls % self.runs else 0) for i in range(self.runs)]
+            calls_per_run = [
+                self.target_calls // self.runs + (1 if i < self.target_calls % self.runs else 0)
+                for i in range(self.runs)
+            ]
             columns = "id, run_id, tool_call_id, kind, actor_id, actor_label, payload, created_at, prev_hash, hash"
             with cursor.copy(f"COPY approvals_auditevent ({columns}) FROM STDIN") as copy:
                 for i, calls_here in enumerate(calls_per_run):
                     # Spread the events the call lifecycles do not fill over the remaining runs.
                     runs_left = self.runs - i
                     expected = calls_here * 3.5 + 3
-                    padding = max(0, round((self.target_events - self.events_written - expected * runs_left) / runs_left))
+                    padding = max(
+                        0, round((self.target_events - self.events_written - expected * runs_left) / runs_left)
+                    )
                     self.run(copy, i, calls_here, padding)
                 run_id, when = self.last
                 while self.events_written < self.target_events:  # the estimate's remainder, on the last run
@@ -219,8 +412,17 @@ class Seeder:
                     for row in self.rows[name]:
                         copy.write_row(row)
             AuditHead.objects.update_or_create(pk=1, defaults={"last_hash": self.prev_hash})
-            for table in ("approvals_run", "approvals_message", "approvals_toolcall", "approvals_decision", "approvals_shadowresult", "approvals_auditevent"):
-                django_cursor.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
+            for table in (
+                "approvals_run",
+                "approvals_message",
+                "approvals_toolcall",
+                "approvals_decision",
+                "approvals_shadowresult",
+                "approvals_auditevent",
+            ):
+                django_cursor.execute(
+                    f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))"
+                )
         with connection.cursor() as django_cursor:
             django_cursor.execute("VACUUM ANALYZE")
 
@@ -239,7 +441,9 @@ def main():
     call_command("migrate", verbosity=0)
     if AuditEvent.objects.exists():
         sys.exit("The database already holds audit events; seed an empty one.")
-    seeder = Seeder(events=options.events, calls=options.calls, days=options.days, seed=options.seed, reviewers=options.reviewers)
+    seeder = Seeder(
+        events=options.events, calls=options.calls, days=options.days, seed=options.seed, reviewers=options.reviewers
+    )
     seeder.people()
     seeder.load()
     print(

@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewhub.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
@@ -49,7 +49,10 @@ def main():
     last = AuditEvent.objects.order_by("-pk").values_list("pk", flat=True).first()
     middle = ids[0] + (last - ids[0]) * 2 // 3
     print(f"{AuditEvent.objects.count():,} events; tampering around event {middle}\n")
-    tampered("an edited payload", [f"UPDATE approvals_auditevent SET payload = payload || '{{\"amount\": 1}}' WHERE id = {middle}"])
+    tampered(
+        "an edited payload",
+        [f"UPDATE approvals_auditevent SET payload = payload || '{{\"amount\": 1}}' WHERE id = {middle}"],
+    )
     tampered("a deleted event", [f"DELETE FROM approvals_auditevent WHERE id = {middle}"])
     tampered(
         "two swapped events",

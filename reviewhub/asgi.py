@@ -10,9 +10,8 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from approvals.routing import websocket_urlpatterns  # noqa: E402
-
 from approvals.live import remember_loop  # noqa: E402
+from approvals.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {

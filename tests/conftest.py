@@ -18,7 +18,9 @@ class ScriptedModel:
 
     def _post(self, path: str, body: dict) -> dict:
         request = urllib.request.Request(
-            self.url.removesuffix("/v1") + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+            self.url.removesuffix("/v1") + path,
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=5) as response:
             return json.loads(response.read())

@@ -9,7 +9,7 @@ import os
 import socket
 import sys
 
-from reviewhub.settings import *  # noqa: F401,F403
+from reviewhub.settings import *
 from reviewhub.settings import DATABASE_URL, dj_database_url
 
 
@@ -27,9 +27,13 @@ if DATABASE_URL:
 elif reachable("127.0.0.1", 5432):
     DATABASES = {"default": dj_database_url.parse(f"postgres://postgres@127.0.0.1:5432/{TEST_DB_NAME}")}
 else:
-    sys.stderr.write("PostgreSQL is not reachable on 127.0.0.1:5432: tests run on SQLite; PostgreSQL-only tests skip.\n")
+    sys.stderr.write(
+        "PostgreSQL is not reachable on 127.0.0.1:5432: tests run on SQLite; PostgreSQL-only tests skip.\n"
+    )
     DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
-DATABASES["default"]["TEST"] = {"NAME": f"test_{TEST_DB_NAME}"} if "postgresql" in DATABASES["default"]["ENGINE"] else {}
+DATABASES["default"]["TEST"] = (
+    {"NAME": f"test_{TEST_DB_NAME}"} if "postgresql" in DATABASES["default"]["ENGINE"] else {}
+)
 
 REDIS_TEST_URL = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/9")
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}

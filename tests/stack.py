@@ -2,7 +2,6 @@
 on Redis and the test PostgreSQL database, or the embedded demo."""
 
 import os
-from contextlib import contextmanager
 import shutil
 import signal
 import socket
@@ -10,6 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,7 +66,12 @@ class Processes:
         log_dir.mkdir(parents=True, exist_ok=True)
         log = open(log_dir / f"{log_name}.log", "w")
         proc = subprocess.Popen(
-            [sys.executable, *args], cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            [sys.executable, *args],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         proc.log_path = log.name
         self.procs.append(proc)
@@ -101,16 +106,39 @@ def production_env(database_name: str, redis_url: str, model_url: str, queue: st
 
 def start_worker(processes: Processes, queue: str, concurrency: int = 2) -> subprocess.Popen:
     return processes.start(
-        "-m", "celery", "-A", "reviewhub", "worker", "-Q", queue, "-c", str(concurrency), "--pool", "threads",
-        "-l", "warning", "--without-gossip", "--without-mingle", "--without-heartbeat",
+        "-m",
+        "celery",
+        "-A",
+        "reviewhub",
+        "worker",
+        "-Q",
+        queue,
+        "-c",
+        str(concurrency),
+        "--pool",
+        "threads",
+        "-l",
+        "warning",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
         log_name=f"worker-{queue}",
     )
 
 
 def start_asgi(processes: Processes, port: int) -> subprocess.Popen:
     proc = processes.start(
-        "-m", "uvicorn", "reviewhub.asgi:application", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
-        "--lifespan", "off",
+        "-m",
+        "uvicorn",
+        "reviewhub.asgi:application",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        "--lifespan",
+        "off",
         log_name=f"asgi-{port}",
     )
     wait_for_http(f"http://127.0.0.1:{port}/login/", process=proc)
@@ -171,7 +199,9 @@ def start_demo(var_dir: Path, log_name: str = "demo", runs: bool = True):
             "OPENAI_BASE_URL": "",
         }
     )
-    proc = processes.start("manage.py", "demo", "--port", str(port), *([] if runs else ["--no-runs"]), log_name=log_name)
+    proc = processes.start(
+        "manage.py", "demo", "--port", str(port), *([] if runs else ["--no-runs"]), log_name=log_name
+    )
     try:
         wait_for_http(f"http://127.0.0.1:{port}/login/", timeout=60, process=proc)
         db = var_dir / "reviewhub.sqlite3"

@@ -28,7 +28,9 @@ def refund(make_run, reviewer):
 
 @pytest.fixture
 def rule(db):
-    return PolicyRule.objects.create(name="Small refunds", tool_name="issue_refund", field="amount", operator="<=", value=20, outcome="run")
+    return PolicyRule.objects.create(
+        name="Small refunds", tool_name="issue_refund", field="amount", operator="<=", value=20, outcome="run"
+    )
 
 
 @pytest.fixture
@@ -85,12 +87,26 @@ def test_an_auditor_cannot_add_change_or_delete_anything(client, auditor, refund
     }
     for model, obj in objects.items():
         assert client.get(reverse(f"admin:approvals_{model}_add")).status_code == 403, model
-        assert client.post(change(model, obj.pk), {"name": "changed", "verdict": "reject", "kind": "decided"}).status_code == 403, model
+        assert (
+            client.post(change(model, obj.pk), {"name": "changed", "verdict": "reject", "kind": "decided"}).status_code
+            == 403
+        ), model
         assert client.get(reverse(f"admin:approvals_{model}_delete", args=[obj.pk])).status_code == 403, model
-        assert client.post(reverse(f"admin:approvals_{model}_delete", args=[obj.pk]), {"post": "yes"}).status_code == 403, model
+        assert (
+            client.post(reverse(f"admin:approvals_{model}_delete", args=[obj.pk]), {"post": "yes"}).status_code == 403
+        ), model
     page = client.get(changelist("policyrule")).content.decode()
     assert 'name="form-0-enabled"' not in page  # no list_editable for auditors
-    client.post(changelist("policyrule"), {"form-TOTAL-FORMS": "1", "form-INITIAL-FORMS": "1", "form-0-id": rule.pk, "form-0-order": "1", "_save": "Save"})
+    client.post(
+        changelist("policyrule"),
+        {
+            "form-TOTAL-FORMS": "1",
+            "form-INITIAL-FORMS": "1",
+            "form-0-id": rule.pk,
+            "form-0-order": "1",
+            "_save": "Save",
+        },
+    )
     rule.refresh_from_db()
     assert rule.order == 100 and rule.enabled
     assert AuditEvent.objects.filter(tool_call=refund).count() == 4
@@ -136,7 +152,10 @@ def test_the_call_page_shows_the_chain_from_proposal_through_decision_to_result(
         "Refunded $35.00 on order A-1002",
     ]:
         assert text in page
-    order = [page.index(t) for t in ("Proposed, held for review", "Approved by", "Ran with idempotency key", "Refunded $35.00")]
+    order = [
+        page.index(t)
+        for t in ("Proposed, held for review", "Approved by", "Ran with idempotency key", "Refunded $35.00")
+    ]
     assert order == sorted(order)
 
 
@@ -201,7 +220,10 @@ def _queries(client, url) -> list[str]:
 
 def test_list_and_chain_pages_run_as_many_queries_with_more_data(client, auditor, make_run, reviewer, refund):
     client.force_login(auditor)
-    urls = [changelist(m) for m in RECORD] + [change("toolcall", refund.pk), changelist("toolcall") + "?reviewer=1&outcome=approve"]
+    urls = [changelist(m) for m in RECORD] + [
+        change("toolcall", refund.pk),
+        changelist("toolcall") + "?reviewer=1&outcome=approve",
+    ]
     before = {url: len(_queries(client, url)) for url in urls}
     for _ in range(3):
         run = make_run("Check the status of order A-1002 and refund $35 for the missing item.")

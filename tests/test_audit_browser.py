@@ -25,7 +25,9 @@ def test_insight_charts_and_a_call_chain_render_with_no_csp_violation(live_serve
     call = approved_refund
     page = browser.new_page()
     problems = []
-    page.on("console", lambda message: problems.append(message.text) if "Content Security Policy" in message.text else None)
+    page.on(
+        "console", lambda message: problems.append(message.text) if "Content Security Policy" in message.text else None
+    )
     page.goto(live_server.url + reverse("login"))
     page.fill("input[name=username]", auditor.username)
     page.fill("input[name=password]", "pw-audit")
@@ -38,10 +40,11 @@ def test_insight_charts_and_a_call_chain_render_with_no_csp_violation(live_serve
     page.select_option("select[name=tool]", "issue_refund")
     page.click(".window-form button[type=submit]")
     page.wait_for_url("**tool=issue_refund**")
-    assert page.locator("#outcomes-issue_refund").is_visible() and page.locator("#outcomes-get_order_status").count() == 0
+    assert (
+        page.locator("#outcomes-issue_refund").is_visible() and page.locator("#outcomes-get_order_status").count() == 0
+    )
 
     page.goto(live_server.url + reverse("admin:approvals_toolcall_change", args=[call.pk]))
     assert page.get_by_text("What ran is what was approved").is_visible()
     assert page.locator("ol.rh-steps > li").count() == 4
     assert problems == []
-

@@ -138,7 +138,9 @@ def test_update_and_delete_on_the_audit_table_are_refused_by_postgresql(require_
     assert AuditEvent.objects.count() == 7 and audit.verify().ok
 
 
-def test_every_step_of_a_reviewed_call_is_an_event_with_what_was_shown_and_what_ran(client, make_run, reviewer, reviewer2):
+def test_every_step_of_a_reviewed_call_is_an_event_with_what_was_shown_and_what_ran(
+    client, make_run, reviewer, reviewer2
+):
     run = make_run("Check the status of order A-1002 and refund $35 for the missing item.")
     call = run.tool_calls.get(status="pending")
     client.force_login(reviewer)

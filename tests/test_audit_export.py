@@ -5,7 +5,7 @@ import csv
 import hashlib
 import io
 import json
-from datetime import datetime, timezone as tz
+from datetime import UTC, datetime
 from unittest import mock
 
 import pytest
@@ -24,7 +24,7 @@ EXPORT = "admin:approvals_auditevent_export"
 
 
 def at(day: int, hour: int = 12) -> datetime:
-    return datetime(2026, 11, day, hour, tzinfo=tz.utc)
+    return datetime(2026, 11, day, hour, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -43,7 +43,9 @@ def events(db):
     made = []
     for i, (day, kind, call) in enumerate(plan):
         with mock.patch("approvals.audit.timezone.now", return_value=at(day, 8 + i)):
-            made.append(audit.record(kind, run=run, tool_call=call, payload={"n": i, "note": "Dana’s refund, “quoted”, a,b"}))
+            made.append(
+                audit.record(kind, run=run, tool_call=call, payload={"n": i, "note": "Dana’s refund, “quoted”, a,b"})
+            )
     return made
 
 
@@ -54,15 +56,23 @@ def read_jsonl(response) -> list[dict]:
 
 def test_the_jsonl_export_holds_exactly_the_events_of_the_chosen_dates_and_tool(admin_client, events):
     url = reverse(EXPORT, args=["jsonl"])
-    response = admin_client.get(url, {"created_at__gte": "2026-11-11", "created_at__lt": "2026-11-13", "tool": "issue_refund"})
+    response = admin_client.get(
+        url, {"created_at__gte": "2026-11-11", "created_at__lt": "2026-11-13", "tool": "issue_refund"}
+    )
     assert response["Content-Type"].startswith("application/x-ndjson")
     assert 'filename="audit-from-20261111-before-20261113-issue_refund.jsonl"' in response["Content-Disposition"]
     lines = read_jsonl(response)
-    expected = [e for e in events if e.tool_call and e.tool_call.tool_name == "issue_refund" and 11 <= e.created_at.day < 13]
+    expected = [
+        e for e in events if e.tool_call and e.tool_call.tool_name == "issue_refund" and 11 <= e.created_at.day < 13
+    ]
     assert [line["id"] for line in lines] == [e.pk for e in expected] and len(lines) == 4
     assert {line["tool"] for line in lines} == {"issue_refund"}
     assert len(read_jsonl(admin_client.get(url))) == 12
-    assert [line["kind"] for line in read_jsonl(admin_client.get(url, {"created_at__gte": "2026-11-13"}))] == ["expired", "resumed", "completed"]
+    assert [line["kind"] for line in read_jsonl(admin_client.get(url, {"created_at__gte": "2026-11-13"}))] == [
+        "expired",
+        "resumed",
+        "completed",
+    ]
 
 
 def test_the_csv_export_holds_the_same_events(admin_client, events):
@@ -78,7 +88,10 @@ def test_an_exported_line_can_be_checked_without_reviewhub(admin_client, events)
     lines = read_jsonl(admin_client.get(reverse(EXPORT, args=["jsonl"])))
     previous = "0" * 64
     for line in lines:
-        hashed = {key: line[key] for key in ("run", "tool_call", "kind", "actor", "actor_label", "payload", "created_at", "prev_hash")}
+        hashed = {
+            key: line[key]
+            for key in ("run", "tool_call", "kind", "actor", "actor_label", "payload", "created_at", "prev_hash")
+        }
         canonical = json.dumps(hashed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         assert hashlib.sha256(canonical.encode()).hexdigest() == line["hash"]
         assert line["prev_hash"] == previous
@@ -127,7 +140,9 @@ def test_a_bad_date_is_refused_with_a_reason(admin_client, events):
 
 def test_the_audit_list_links_to_exports_of_its_dates_and_tool(client, auditor, events):
     client.force_login(auditor)
-    page = client.get(reverse("admin:approvals_auditevent_changelist"), {"tool": "send_email", "kind": "proposed"}).content.decode()
+    page = client.get(
+        reverse("admin:approvals_auditevent_changelist"), {"tool": "send_email", "kind": "proposed"}
+    ).content.decode()
     assert reverse(EXPORT, args=["jsonl"]) + "?tool=send_email" in page
     assert "of calls to send_email" in page
     assert AuditEvent.objects.count() == 12

@@ -51,7 +51,7 @@ def test_a_reviewer_claims_previews_and_edits_an_email_seeing_the_changes(demo, 
     expect(card.locator("table.changes td.before")).to_contain_text("dana.smith@gmail.co")
     card.get_by_role("button", name="Approve with these arguments").click()
     expect(card.locator(".outcome")).to_contain_text("Edited and approved by reviewer")
-    assert wait_for_rows(demo["db"], "select \"to\" from agents_outgoingemail") == [("dana.smith@example.com",)]
+    assert wait_for_rows(demo["db"], 'select "to" from agents_outgoingemail') == [("dana.smith@example.com",)]
 
 
 def test_a_reviewer_responds_with_guidance_and_the_agent_acts_on_it(demo, page):
@@ -62,5 +62,7 @@ def test_a_reviewer_responds_with_guidance_and_the_agent_acts_on_it(demo, page):
     card.locator("textarea[name=guidance]").fill("refund only the shipping, $9.90")
     card.get_by_role("button", name="Respond").click()
     expect(card).to_have_count(0)
-    refunds = wait_for_rows(demo["db"], "select o.number, r.amount from agents_refund r join agents_order o on o.id = r.order_id")
+    refunds = wait_for_rows(
+        demo["db"], "select o.number, r.amount from agents_refund r join agents_order o on o.id = r.order_id"
+    )
     assert [(number, float(amount)) for number, amount in refunds] == [("A-1002", 9.9)]

@@ -69,7 +69,9 @@ def test_twenty_concurrent_decisions_give_one_decision_and_one_execution(require
         assert Refund.objects.count() == 1
     else:
         assert call.status == ToolCall.Status.REJECTED and Refund.objects.count() == 0
-    assert AuditEvent.objects.filter(tool_call=call, kind__in=["executed", "failed"]).count() == (call.status == "executed")
+    assert AuditEvent.objects.filter(tool_call=call, kind__in=["executed", "failed"]).count() == (
+        call.status == "executed"
+    )
     assert run.messages.filter(role="tool", tool_call_id=call.call_id).count() == 1
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED

@@ -42,13 +42,20 @@ def test_each_tool_has_its_own_time_limit(make_run):
     assert Decision.objects.get().reason == "no decision within 5 min"
 
 
-def test_an_overdue_call_is_rejected_by_the_system_and_the_run_resumes(make_run, model, django_capture_on_commit_callbacks):
+def test_an_overdue_call_is_rejected_by_the_system_and_the_run_resumes(
+    make_run, model, django_capture_on_commit_callbacks
+):
     call = overdue(pending_call(make_run))
     support.resumed.clear()
     with django_capture_on_commit_callbacks(execute=True):
         assert tasks.expire_overdue() == {"warned": 0, "expired": 1}
     decision = Decision.objects.get()
-    assert (decision.reviewer, decision.verdict, decision.reason, decision.final) == (None, "expire", "no decision within 1 h", True)
+    assert (decision.reviewer, decision.verdict, decision.reason, decision.final) == (
+        None,
+        "expire",
+        "no decision within 1 h",
+        True,
+    )
     call.refresh_from_db()
     assert call.status == ToolCall.Status.EXPIRED
     assert call.output == "Rejected by the system: no decision within 1 h. Nothing was done."
@@ -70,8 +77,12 @@ def test_the_periodic_pass_is_in_the_celery_beat_schedule():
     assert tasks.expire_overdue.name == "agents.tasks.expire_overdue"
 
 
-def test_an_overdue_call_can_escalate_to_a_named_group_once(make_run, client, reviewer, senior, django_capture_on_commit_callbacks):  # noqa: F811
-    ToolSetting.objects.create(tool_name="issue_refund", on_expiry="escalate", escalate_to=Group.objects.get(name="senior"))
+def test_an_overdue_call_can_escalate_to_a_named_group_once(
+    make_run, client, reviewer, senior, django_capture_on_commit_callbacks
+):
+    ToolSetting.objects.create(
+        tool_name="issue_refund", on_expiry="escalate", escalate_to=Group.objects.get(name="senior")
+    )
     call = overdue(pending_call(make_run))
     with django_capture_on_commit_callbacks(execute=True):
         assert services.expire_overdue() == 0
@@ -93,7 +104,12 @@ def test_an_overdue_call_can_escalate_to_a_named_group_once(make_run, client, re
 
 
 def test_a_call_near_its_deadline_is_flagged_and_its_reviewers_notified_once(
-    make_run, client, reviewer, reviewer2, senior, django_capture_on_commit_callbacks  # noqa: F811
+    make_run,
+    client,
+    reviewer,
+    reviewer2,
+    senior,
+    django_capture_on_commit_callbacks,
 ):
     reviewer.email, reviewer2.email = "alice@shop.example", ""
     reviewer.save()
@@ -112,7 +128,7 @@ def test_a_call_near_its_deadline_is_flagged_and_its_reviewers_notified_once(
     assert "near-deadline" in html and "expires soon" in html
 
 
-def test_a_call_for_a_group_notifies_only_that_group(make_run, reviewer, senior, django_capture_on_commit_callbacks):  # noqa: F811
+def test_a_call_for_a_group_notifies_only_that_group(make_run, reviewer, senior, django_capture_on_commit_callbacks):
     reviewer.email = "alice@shop.example"
     reviewer.save()
     ToolSetting.objects.create(tool_name="issue_refund", group=Group.objects.get(name="senior"))

@@ -4,7 +4,6 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from agents.models import Refund
 from approvals.models import AuditEvent, Decision, ToolCall
 from tests import support
 
@@ -107,7 +106,9 @@ def test_the_edit_form_is_prefilled_from_the_arguments(client, reviewer, refund_
         ({"arg_order_id": "1001"}, "order_id", "String should match pattern"),
     ],
 )
-def test_an_invalid_edit_gets_a_field_error_and_nothing_is_decided(client, reviewer, refund_call, fields, field, message):
+def test_an_invalid_edit_gets_a_field_error_and_nothing_is_decided(
+    client, reviewer, refund_call, fields, field, message
+):
     client.force_login(reviewer)
     data = {"arg_order_id": "A-1001", "arg_amount": "49", "arg_reason": "damaged", **fields}
     response = post(client, refund_call, htmx=True, action="edit", **data)
@@ -119,7 +120,13 @@ def test_an_invalid_edit_gets_a_field_error_and_nothing_is_decided(client, revie
 
 def test_an_edit_as_json_with_an_unknown_field_or_bad_json_is_refused(client, reviewer, refund_call):
     client.force_login(reviewer)
-    response = post(client, refund_call, htmx=True, action="edit", arguments_json='{"order_id": "A-1001", "amount": 49, "reason": "x!", "tool": "delete_customer"}')
+    response = post(
+        client,
+        refund_call,
+        htmx=True,
+        action="edit",
+        arguments_json='{"order_id": "A-1001", "amount": 49, "reason": "x!", "tool": "delete_customer"}',
+    )
     assert response.status_code == 400 and "Unknown field." in response.content.decode()
     response = post(client, refund_call, htmx=True, action="edit", arguments_json='{"amount": 49,')
     assert response.status_code == 400 and "Not valid JSON" in response.content.decode()
@@ -128,7 +135,15 @@ def test_an_edit_as_json_with_an_unknown_field_or_bad_json_is_refused(client, re
 
 def test_an_edit_cannot_change_the_tool(client, reviewer, refund_call):
     client.force_login(reviewer)
-    post(client, refund_call, action="edit", tool_name="send_email", arg_order_id="A-1001", arg_amount="49", arg_reason="damaged")
+    post(
+        client,
+        refund_call,
+        action="edit",
+        tool_name="send_email",
+        arg_order_id="A-1001",
+        arg_amount="49",
+        arg_reason="damaged",
+    )
     call = ToolCall.objects.get(pk=refund_call.pk)
     assert call.tool_name == "issue_refund"
     assert call.approved_arguments == {"order_id": "A-1001", "amount": 49.0, "reason": "damaged"}
@@ -183,7 +198,9 @@ def test_untrusted_text_is_escaped_and_hidden_characters_shown(client, reviewer,
     model.script(
         {
             "content": "<script>alert(1)</script> ok\u202e",
-            "tool_calls": [{"name": "issue_refund", "arguments": {"order_id": "A-1001", "amount": 30, "reason": "x\u200by<b>z"}}],
+            "tool_calls": [
+                {"name": "issue_refund", "arguments": {"order_id": "A-1001", "amount": 30, "reason": "x\u200by<b>z"}}
+            ],
         }
     )
     make_run("Refund order A-1001")

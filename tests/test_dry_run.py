@@ -30,7 +30,10 @@ def test_a_dry_run_writes_no_refund_and_no_email(make_run, client, reviewer):
 
 def test_a_dry_run_simulates_calls_that_policy_lets_run_and_reversible_tools(make_run):
     small = make_run("Order A-1001 arrived broken. Please refund $15.", dry_run=True)
-    assert small.tool_calls.get().output == "[dry run] Would record a refund of $15.00 on order A-1001 for “Item arrived damaged”. Nothing was written."
+    assert (
+        small.tool_calls.get().output
+        == "[dry run] Would record a refund of $15.00 on order A-1001 for “Item arrived damaged”. Nothing was written."
+    )
     note = make_run("Cancel order A-1004, the customer changed their mind.", dry_run=True)
     added = note.tool_calls.get(tool_name="add_order_note")
     assert added.output.startswith("[dry run] Add a note to order A-1004")
@@ -62,7 +65,9 @@ def test_reviewers_can_preview_any_pending_call_and_nothing_is_written(make_run,
 def test_the_preview_shows_the_edited_arguments_a_reviewer_approved(make_run, client, reviewer, django_user_model):
     from approvals.models import PolicyRule
 
-    PolicyRule.objects.create(name="two", tool_name="issue_refund", operator="any", outcome="review", required_approvals=2, order=1)
+    PolicyRule.objects.create(
+        name="two", tool_name="issue_refund", operator="any", outcome="review", required_approvals=2, order=1
+    )
     call = pending_call(make_run)
     client.force_login(reviewer)
     post(client, call, "edit", arg_order_id="A-1001", arg_amount="12.5", arg_reason="Lid only")
@@ -73,7 +78,9 @@ def test_the_preview_shows_the_edited_arguments_a_reviewer_approved(make_run, cl
 def test_the_new_run_form_starts_a_dry_run(client, reviewer, shop):
     client.force_login(reviewer)
     assert "Dry run" in client.get(reverse("agents:new_run")).content.decode()
-    response = client.post(reverse("agents:new_run"), {"agent": "support", "request": "Refund $40 on A-1001", "dry_run": "on"})
+    response = client.post(
+        reverse("agents:new_run"), {"agent": "support", "request": "Refund $40 on A-1001", "dry_run": "on"}
+    )
     run = Run.objects.get()
     assert response.status_code == 302
     assert run.dry_run is True

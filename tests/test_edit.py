@@ -99,7 +99,14 @@ def test_an_edit_cannot_change_the_tool(client, call, model):
     assert response.status_code == 400
     response = client.post(
         call_url(call),
-        {"action": "edit", "arguments_hash": call.review_hash, "tool_name": "delete_customer", "arg_order_id": "A-1001", "arg_amount": "7.5", "arg_reason": "lid"},
+        {
+            "action": "edit",
+            "arguments_hash": call.review_hash,
+            "tool_name": "delete_customer",
+            "arg_order_id": "A-1001",
+            "arg_amount": "7.5",
+            "arg_reason": "lid",
+        },
     )
     assert response.status_code == 302
     call = advance(call)
@@ -109,7 +116,9 @@ def test_an_edit_cannot_change_the_tool(client, call, model):
 
 
 def test_showing_changes_compares_the_edit_with_the_models_arguments_and_decides_nothing(client, call):
-    response = post(client, call, "preview_edit", arg_order_id="A-1001", arg_amount="7.5", arg_reason="Item arrived damaged")
+    response = post(
+        client, call, "preview_edit", arg_order_id="A-1001", arg_amount="7.5", arg_reason="Item arrived damaged"
+    )
     html = response.content.decode()
     assert response.status_code == 200
     assert "What the reviewer changed" in html
@@ -153,7 +162,9 @@ def test_an_edit_that_changes_nothing_is_an_approval(client, call):
 def test_an_edited_call_is_described_and_its_facts_fetched_for_the_edited_arguments(client, call, reviewer2):
     from approvals.models import PolicyRule
 
-    PolicyRule.objects.create(name="two", tool_name="issue_refund", operator="any", outcome="review", required_approvals=2, order=1)
+    PolicyRule.objects.create(
+        name="two", tool_name="issue_refund", operator="any", outcome="review", required_approvals=2, order=1
+    )
     edit(client, call, order_id="A-1003", amount="12.5")
     call.refresh_from_db()
     assert call.current_description == "Refund $12.50 to Maria Garcia for order A-1003 (order total $62.50)"

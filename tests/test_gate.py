@@ -21,7 +21,9 @@ def run(shop, requester):
 
 def gate(run, name, arguments):
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    services.step_record(run, content="I'll do it.", calls=[ProposedCall(call_id="call_1", name=name, raw_arguments=raw)])
+    services.step_record(
+        run, content="I'll do it.", calls=[ProposedCall(call_id="call_1", name=name, raw_arguments=raw)]
+    )
     return ToolCall.objects.get(run=run, call_id="call_1")
 
 
@@ -110,7 +112,9 @@ def test_a_larger_refund_waits_with_description_facts_and_expiry(run):
 
 
 def test_a_rule_that_cannot_be_evaluated_holds_the_call(run):
-    PolicyRule.objects.create(name="broken", tool_name="issue_refund", field="amount", operator="<=", value="twenty", outcome="run", order=1)
+    PolicyRule.objects.create(
+        name="broken", tool_name="issue_refund", field="amount", operator="<=", value="twenty", outcome="run", order=1
+    )
     call = gate(run, "issue_refund", {"order_id": "A-1001", "amount": 5, "reason": "shipping"})
     assert call.status == ToolCall.Status.PENDING
     assert "could not be evaluated" in call.policy["reason"]

@@ -35,16 +35,22 @@ def test_a_reviewer_outside_senior_does_not_see_a_600_refund(big_refund, client,
 
 def test_a_reviewer_outside_senior_posting_a_decision_on_a_600_refund_directly_is_refused(big_refund, client, reviewer):
     client.force_login(reviewer)
-    for action, data in [("approve", {}), ("edit", {"arg_order_id": "A-1004", "arg_amount": "600", "arg_reason": "x"}), ("reject", {"reason": "no"})]:
+    for action, data in [
+        ("approve", {}),
+        ("edit", {"arg_order_id": "A-1004", "arg_amount": "600", "arg_reason": "x"}),
+        ("reject", {"reason": "no"}),
+    ]:
         assert post(client, big_refund, action, **data).status_code == 404
     with pytest.raises(services.NotAllowed, match="Only members of the group “senior” may decide this call"):
-        services.toolcall_decide(call_id=big_refund.pk, reviewer=reviewer, verdict="approve", shown_hash=big_refund.arguments_hash)
+        services.toolcall_decide(
+            call_id=big_refund.pk, reviewer=reviewer, verdict="approve", shown_hash=big_refund.arguments_hash
+        )
     big_refund.refresh_from_db()
     assert big_refund.status == ToolCall.Status.PENDING
     assert not Decision.objects.exists()
 
 
-def test_a_senior_reviewer_decides_a_600_refund(big_refund, client, senior):  # noqa: F811
+def test_a_senior_reviewer_decides_a_600_refund(big_refund, client, senior):
     client.force_login(senior)
     assert big_refund.description in client.get(reverse("approvals:queue")).content.decode()
     assert post(client, big_refund, "approve").status_code == 302
@@ -52,7 +58,7 @@ def test_a_senior_reviewer_decides_a_600_refund(big_refund, client, senior):  # 
     assert Refund.objects.get().amount == 600
 
 
-def test_an_edit_that_raises_a_refund_above_500_needs_a_senior_reviewer(make_run, client, reviewer, senior):  # noqa: F811
+def test_an_edit_that_raises_a_refund_above_500_needs_a_senior_reviewer(make_run, client, reviewer, senior):
     senior_rule()
     call = pending_call(make_run, "Order A-1004 arrived broken. Please refund $400.")
     assert call.review_group is None
@@ -68,7 +74,7 @@ def test_an_edit_that_raises_a_refund_above_500_needs_a_senior_reviewer(make_run
     assert advance(call).status == ToolCall.Status.EXECUTED
 
 
-def test_a_tool_can_be_reserved_to_a_group(make_run, client, reviewer, senior):  # noqa: F811
+def test_a_tool_can_be_reserved_to_a_group(make_run, client, reviewer, senior):
     ToolSetting.objects.create(tool_name="send_email", group=Group.objects.get(name="senior"))
     call = pending_call(make_run, "Email Dana that her replacement has shipped.")
     assert call.review_group.name == "senior"
@@ -95,7 +101,9 @@ def test_the_requester_cannot_approve_their_own_runs_calls(make_run, client, req
 def test_the_requester_gets_a_403_from_htmx(make_run, client, requester):
     call = pending_call(make_run)
     client.force_login(requester)
-    response = client.post(call_url(call), {"action": "approve", "arguments_hash": call.arguments_hash}, headers={"HX-Request": "true"})
+    response = client.post(
+        call_url(call), {"action": "approve", "arguments_hash": call.arguments_hash}, headers={"HX-Request": "true"}
+    )
     assert response.status_code == 403
     assert "You requested this run" in response.content.decode()
 

@@ -1,14 +1,13 @@
 """The insight page's numbers, against a fixture built by hand."""
 
 import re
-from datetime import date, datetime, timedelta, timezone as tz
+from datetime import UTC, date, datetime, timedelta
+from unittest import mock
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
-
-from unittest import mock
 
 from approvals import audit, insight
 from approvals.models import Decision, Message, PolicyRule, Run, ShadowResult, ToolCall
@@ -20,7 +19,7 @@ WINDOW = insight.Window(D1, D2)
 
 
 def at(day: date, seconds: float = 0) -> datetime:
-    return datetime(day.year, day.month, day.day, 10, tzinfo=tz.utc) + timedelta(seconds=seconds)
+    return datetime(day.year, day.month, day.day, 10, tzinfo=UTC) + timedelta(seconds=seconds)
 
 
 @pytest.fixture
@@ -31,7 +30,14 @@ def calls(db, reviewer, reviewer2):
     made = []
 
     def call(tool, day, verdict=None, who=None, after=0.0, action="review"):
-        c = ToolCall.objects.create(run=run, message=message, call_id=f"c{len(made)}", tool_name=tool, status="pending", policy={"action": action})
+        c = ToolCall.objects.create(
+            run=run,
+            message=message,
+            call_id=f"c{len(made)}",
+            tool_name=tool,
+            status="pending",
+            policy={"action": action},
+        )
         ToolCall.objects.filter(pk=c.pk).update(created_at=at(day))
         if verdict:
             d = Decision.objects.create(tool_call=c, reviewer=who, verdict=verdict)
@@ -101,7 +107,9 @@ def test_the_insight_page_shows_the_numbers(client, auditor, calls):
 
 def test_the_insight_page_answers_htmx_with_its_body_only(client, auditor, calls):
     client.force_login(auditor)
-    response = client.get(reverse("approvals:insight"), {"since": D1, "until": D2, "tool": "send_email"}, headers={"HX-Request": "true"})
+    response = client.get(
+        reverse("approvals:insight"), {"since": D1, "until": D2, "tool": "send_email"}, headers={"HX-Request": "true"}
+    )
     body = response.content.decode()
     assert "<html" not in body and "<code>send_email</code>" in body and "<code>issue_refund</code>" not in body
 
@@ -140,9 +148,18 @@ def test_the_insight_page_runs_as_many_queries_with_more_data(client, auditor, c
     run = Run.objects.create(agent="support", request="More.")
     message = Message.objects.create(run=run, seq=0, role="assistant")
     for i in range(20):
-        c = ToolCall.objects.create(run=run, message=message, call_id=f"more{i}", tool_name=f"tool_{i % 4}", status="approved", policy={"action": "review"})
+        c = ToolCall.objects.create(
+            run=run,
+            message=message,
+            call_id=f"more{i}",
+            tool_name=f"tool_{i % 4}",
+            status="approved",
+            policy={"action": "review"},
+        )
         ToolCall.objects.filter(pk=c.pk).update(created_at=at(D1))
-        Decision.objects.filter(pk=Decision.objects.create(tool_call=c, reviewer=reviewer, verdict="approve").pk).update(created_at=at(D1, 9))
+        Decision.objects.filter(
+            pk=Decision.objects.create(tool_call=c, reviewer=reviewer, verdict="approve").pk
+        ).update(created_at=at(D1, 9))
     assert count() == before
 
 

@@ -43,7 +43,9 @@ def stack(django_db_setup, django_db_blocker, model_server_instance):
     if not redis_available(django_settings.REDIS_TEST_URL):
         pytest.skip(f"Redis is not reachable at {django_settings.REDIS_TEST_URL}: the live browser tests need it.")
     queue = django_settings.CELERY_TASK_DEFAULT_QUEUE
-    env = production_env(connection.settings_dict["NAME"], django_settings.REDIS_TEST_URL, model_server_instance.url, queue)
+    env = production_env(
+        connection.settings_dict["NAME"], django_settings.REDIS_TEST_URL, model_server_instance.url, queue
+    )
     stack = Stack(Processes(env), free_port())
     start_worker(stack.processes, queue)
     stack.start_asgi()
@@ -154,7 +156,9 @@ def test_two_reviewers_see_each_others_decision_live(open_page, reviewer, review
     assert b.evaluate("window.notReloaded") and a.evaluate("window.notReloaded")
 
     # B's click raced the push: the server answers that it is already decided.
-    b_open.locator(f"#call-{refund.pk} button[value=approve]").evaluate("button => { button.disabled = false; button.click(); }")
+    b_open.locator(f"#call-{refund.pk} button[value=approve]").evaluate(
+        "button => { button.disabled = false; button.click(); }"
+    )
     expect(b_open.locator(f"#call-{refund.pk} .error")).to_contain_text("Already approved by alice")
     assert wait_for(lambda: Refund.objects.count() == 1, timeout=10)
     assert Decision.objects.filter(tool_call=refund).count() == 1
@@ -261,7 +265,9 @@ def test_the_run_page_follows_its_run(open_page, model, reviewer, requester, sho
         {
             "delay": 2,
             "content": "I'll refund the missing item.",
-            "tool_calls": [{"name": "issue_refund", "arguments": {"order_id": "A-1002", "amount": 35, "reason": "Missing item"}}],
+            "tool_calls": [
+                {"name": "issue_refund", "arguments": {"order_id": "A-1002", "amount": 35, "reason": "Missing item"}}
+            ],
         }
     )
     run = start_run(requester, "Refund $35 on A-1002 for the missing item.")

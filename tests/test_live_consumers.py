@@ -208,4 +208,3 @@ async def test_the_run_socket_says_when_its_run_changes(run, reviewer):
     assert await other.receive_nothing(timeout=0.2)
     await watcher.disconnect()
     await other.disconnect()
-

@@ -15,7 +15,11 @@ from .stack import start_demo
 
 def start_run(base_url: str, cookie: str, text: str) -> None:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    page = opener.open(urllib.request.Request(base_url + "/runs/new/", headers={"Cookie": cookie}), timeout=10).read().decode()
+    page = (
+        opener.open(urllib.request.Request(base_url + "/runs/new/", headers={"Cookie": cookie}), timeout=10)
+        .read()
+        .decode()
+    )
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
     form = urllib.parse.urlencode({"agent": "support", "request": text, "csrfmiddlewaretoken": token}).encode()
     opener.open(

@@ -36,7 +36,9 @@ def redis_layer(settings):
 
 @pytest.fixture
 def two_servers(require_postgres, redis_layer):
-    env = production_env(connection.settings_dict["NAME"], django_settings.REDIS_TEST_URL, "http://127.0.0.1:9/v1", "unused")
+    env = production_env(
+        connection.settings_dict["NAME"], django_settings.REDIS_TEST_URL, "http://127.0.0.1:9/v1", "unused"
+    )
     processes = Processes(env)
     urls = []
     for _ in range(2):
@@ -62,7 +64,11 @@ def test_two_asgi_processes_both_deliver_every_push_after_an_idle_gap(two_server
         services.step_record(
             run,
             content="I'll refund.",
-            calls=[ProposedCall("call_1", "issue_refund", json.dumps({"order_id": "A-1001", "amount": 45, "reason": "Broken"}))],
+            calls=[
+                ProposedCall(
+                    "call_1", "issue_refund", json.dumps({"order_id": "A-1001", "amount": 45, "reason": "Broken"})
+                )
+            ],
         )
         call = ToolCall.objects.get(run=run)
 

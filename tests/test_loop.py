@@ -11,7 +11,9 @@ pytestmark = pytest.mark.django_db
 
 
 def decide(call, user, verdict="approve", **kwargs):
-    return services.toolcall_decide(call_id=call.pk, reviewer=user, verdict=verdict, shown_hash=call.arguments_hash, **kwargs)
+    return services.toolcall_decide(
+        call_id=call.pk, reviewer=user, verdict=verdict, shown_hash=call.arguments_hash, **kwargs
+    )
 
 
 def test_a_refund_over_the_limit_waits_for_a_person(make_run):
@@ -59,7 +61,12 @@ def test_a_rejection_is_the_tools_output_and_the_model_goes_on(make_run, reviewe
 
 def test_an_edit_runs_the_edited_arguments_and_the_model_is_told_what_changed(make_run, reviewer, model):
     run = make_run("Order A-1001 arrived broken. Please refund $490.")
-    decide(run.tool_calls.get(), reviewer, "edit", arguments={"order_id": "A-1001", "amount": 49, "reason": "Item arrived damaged"})
+    decide(
+        run.tool_calls.get(),
+        reviewer,
+        "edit",
+        arguments={"order_id": "A-1001", "amount": 49, "reason": "Item arrived damaged"},
+    )
     loop.advance(run.pk)
     assert Refund.objects.get().amount == 49
     tool_message = [m for m in model.requests()[1]["messages"] if m["role"] == "tool"][0]

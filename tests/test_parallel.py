@@ -64,7 +64,10 @@ def test_approve_selected_records_one_decision_per_call(step, client, reviewer):
     client.force_login(reviewer)
     response = client.post(
         reverse("approvals:queue"),
-        {"action": "approve_selected", "calls": [f"{first.pk}:{first.arguments_hash}", f"{email.pk}:{email.arguments_hash}"]},
+        {
+            "action": "approve_selected",
+            "calls": [f"{first.pk}:{first.arguments_hash}", f"{email.pk}:{email.arguments_hash}"],
+        },
         follow=True,
     )
     assert f"Approved 2 calls: #{first.pk}, #{email.pk}" in response.content.decode()
@@ -84,7 +87,10 @@ def test_approve_selected_refuses_each_call_it_may_not_approve_and_says_why(step
     client.force_login(reviewer)
     response = client.post(
         reverse("approvals:queue"),
-        {"action": "approve_selected", "calls": [f"{first.pk}:{second.arguments_hash}", f"{second.pk}:{second.arguments_hash}"]},
+        {
+            "action": "approve_selected",
+            "calls": [f"{first.pk}:{second.arguments_hash}", f"{second.pk}:{second.arguments_hash}"],
+        },
         follow=True,
     )
     html = response.content.decode()
@@ -92,7 +98,9 @@ def test_approve_selected_refuses_each_call_it_may_not_approve_and_says_why(step
     assert f"Approved 1 call: #{second.pk}" in html
     client.force_login(requester)
     html = client.post(
-        reverse("approvals:queue"), {"action": "approve_selected", "calls": [f"{email.pk}:{email.arguments_hash}"]}, follow=True
+        reverse("approvals:queue"),
+        {"action": "approve_selected", "calls": [f"{email.pk}:{email.arguments_hash}"]},
+        follow=True,
     ).content.decode()
     assert "You requested this run, so you cannot decide its calls." in html
     assert list(Decision.objects.values_list("tool_call_id", flat=True)) == [second.pk]

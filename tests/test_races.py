@@ -77,15 +77,21 @@ def race(racers: dict, call_ids: list[int]) -> dict[str, list]:
     return results
 
 
-def test_approve_reject_and_expiry_racing_end_in_exactly_one_final_state(require_postgres, shop, reviewer, reviewer2, requester):
+def test_approve_reject_and_expiry_racing_end_in_exactly_one_final_state(
+    require_postgres, shop, reviewer, reviewer2, requester
+):
     trials = 200
     run = Run.objects.create(agent="support", request="race", requested_by=requester, status=Run.Status.WAITING)
     calls = overdue_calls(run, trials)
     started = time.monotonic()
     results = race(
         {
-            "approve": lambda pk: services.toolcall_decide(call_id=pk, reviewer=reviewer, verdict="approve", shown_hash=args_hash(ARGUMENTS)),
-            "reject": lambda pk: services.toolcall_decide(call_id=pk, reviewer=reviewer2, verdict="reject", shown_hash=args_hash(ARGUMENTS), reason="no"),
+            "approve": lambda pk: services.toolcall_decide(
+                call_id=pk, reviewer=reviewer, verdict="approve", shown_hash=args_hash(ARGUMENTS)
+            ),
+            "reject": lambda pk: services.toolcall_decide(
+                call_id=pk, reviewer=reviewer2, verdict="reject", shown_hash=args_hash(ARGUMENTS), reason="no"
+            ),
             "expire": lambda pk: services.toolcall_expire(call_id=pk, now=timezone.now()),
         },
         [c.pk for c in calls],
@@ -105,7 +111,9 @@ def test_approve_reject_and_expiry_racing_end_in_exactly_one_final_state(require
         assert call.status == STATUS_OF[winner]
         for name, value in got.items():
             if name != winner:
-                assert value is None if name == "expire" else isinstance(value, services.AlreadyDecided), f"trial {i}: {got}"
+                assert value is None if name == "expire" else isinstance(value, services.AlreadyDecided), (
+                    f"trial {i}: {got}"
+                )
         outputs = run.messages.filter(role="tool", tool_call_id=call.call_id).count()
         assert outputs == (0 if winner == "approve" else 1)
     print(f"\n{trials} races in {elapsed:.1f} s; winners: {dict(winners)}")
@@ -117,16 +125,24 @@ def test_two_approvals_and_a_reject_racing_on_a_two_of_two_call_end_in_one_final
 ):
     carol = django_user_model.objects.create_user(username="carol", password="pw")
     carol.groups.add(Group.objects.get(name="reviewers"))
-    PolicyRule.objects.create(name="two", tool_name="issue_refund", operator="any", outcome="review", required_approvals=2)
+    PolicyRule.objects.create(
+        name="two", tool_name="issue_refund", operator="any", outcome="review", required_approvals=2
+    )
     trials = 50
     run = Run.objects.create(agent="support", request="race", requested_by=requester, status=Run.Status.WAITING)
     calls = overdue_calls(run, trials, required_approvals=2)
     shown = args_hash(ARGUMENTS)
     race(
         {
-            "alice": lambda pk: services.toolcall_decide(call_id=pk, reviewer=reviewer, verdict="approve", shown_hash=shown),
-            "bob": lambda pk: services.toolcall_decide(call_id=pk, reviewer=reviewer2, verdict="approve", shown_hash=shown),
-            "carol": lambda pk: services.toolcall_decide(call_id=pk, reviewer=carol, verdict="reject", shown_hash=shown, reason="no"),
+            "alice": lambda pk: services.toolcall_decide(
+                call_id=pk, reviewer=reviewer, verdict="approve", shown_hash=shown
+            ),
+            "bob": lambda pk: services.toolcall_decide(
+                call_id=pk, reviewer=reviewer2, verdict="approve", shown_hash=shown
+            ),
+            "carol": lambda pk: services.toolcall_decide(
+                call_id=pk, reviewer=carol, verdict="reject", shown_hash=shown, reason="no"
+            ),
         },
         [c.pk for c in calls],
     )

@@ -66,7 +66,13 @@ def test_guidance_reaches_the_model_after_every_tool_output_of_the_step(make_run
     run = make_run("Order A-1001 arrived broken. Refund it and tell Dana.")
     refund, email = run.tool_calls.order_by("call_id")
     client.force_login(reviewer)
-    post(client, refund, "respond", reason="The teapot is $41.50; only shipping is ours to refund", guidance="refund only the shipping, $7.50")
+    post(
+        client,
+        refund,
+        "respond",
+        reason="The teapot is $41.50; only shipping is ours to refund",
+        guidance="refund only the shipping, $7.50",
+    )
     # The step still waits for the email: no guidance yet, the model is not called.
     assert run.messages.last().role == "tool"
     requests_before = len(model.requests())

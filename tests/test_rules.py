@@ -53,7 +53,15 @@ def test_a_rule_on_another_value_compares_equality(shop):
 
 
 def test_a_rule_that_cannot_be_evaluated_holds_the_call_for_its_group(shop, roles):
-    rule(name="broken", field="amount", operator="<=", value="twenty", outcome="review", group=Group.objects.get(name="senior"), order=1)
+    rule(
+        name="broken",
+        field="amount",
+        operator="<=",
+        value="twenty",
+        outcome="review",
+        group=Group.objects.get(name="senior"),
+        order=1,
+    )
     outcome = policy.evaluate(refund, args(5))
     assert outcome.action == policy.REVIEW
     assert "could not be evaluated" in outcome.reason
@@ -83,11 +91,15 @@ def test_a_policy_change_that_forbids_a_waiting_call_stops_it_and_returns_it_to_
     assert advance(call).status == ToolCall.Status.REJECTED
 
 
-def test_a_policy_change_that_needs_more_approvals_returns_the_call_keeping_its_approvals(make_run, client, reviewer, reviewer2):
+def test_a_policy_change_that_needs_more_approvals_returns_the_call_keeping_its_approvals(
+    make_run, client, reviewer, reviewer2
+):
     call = pending_call(make_run)
     client.force_login(reviewer)
     post(client, call, "approve")
-    rule(name="two for refunds", field="amount", operator=">", value=30, outcome="review", required_approvals=2, order=1)
+    rule(
+        name="two for refunds", field="amount", operator=">", value=30, outcome="review", required_approvals=2, order=1
+    )
     call = advance(call)
     assert call.status == ToolCall.Status.PENDING
     assert call.review_round == 1
@@ -100,7 +112,7 @@ def test_a_policy_change_that_needs_more_approvals_returns_the_call_keeping_its_
     assert Refund.objects.count() == 1
 
 
-def test_a_policy_change_that_names_a_group_returns_the_call_to_that_group(make_run, client, reviewer, senior):  # noqa: F811
+def test_a_policy_change_that_names_a_group_returns_the_call_to_that_group(make_run, client, reviewer, senior):
     call = pending_call(make_run, "Order A-1004 arrived broken. Please refund $600.")
     client.force_login(reviewer)
     post(client, call, "approve")
@@ -158,7 +170,16 @@ def test_the_admin_refuses_a_rule_on_an_argument_the_tool_does_not_have(client, 
     client.force_login(admin_user)
     response = client.post(
         reverse("admin:approvals_policyrule_add"),
-        {"name": "typo", "tool_name": "issue_refund", "field": "amout", "operator": "<=", "value": "5", "outcome": "run", "required_approvals": "1", "order": "1"},
+        {
+            "name": "typo",
+            "tool_name": "issue_refund",
+            "field": "amout",
+            "operator": "<=",
+            "value": "5",
+            "outcome": "run",
+            "required_approvals": "1",
+            "order": "1",
+        },
     )
     assert response.status_code == 200
     assert "issue_refund has no argument &#x27;amout&#x27;" in response.content.decode()
@@ -169,7 +190,13 @@ def test_tool_settings_are_edited_in_the_admin(client, admin_user, roles):
     client.force_login(admin_user)
     response = client.post(
         reverse("admin:approvals_toolsetting_add"),
-        {"tool_name": "send_email", "timeout_minutes": "30", "warn_minutes": "5", "on_expiry": "escalate", "escalate_to": ""},
+        {
+            "tool_name": "send_email",
+            "timeout_minutes": "30",
+            "warn_minutes": "5",
+            "on_expiry": "escalate",
+            "escalate_to": "",
+        },
     )
     assert response.status_code == 200
     assert "Name the group that overdue calls go to." in response.content.decode()
@@ -182,7 +209,14 @@ def test_a_tool_setting_saved_in_the_admin_applies_to_new_calls(client, admin_us
     senior = Group.objects.get(name="senior")
     response = client.post(
         reverse("admin:approvals_toolsetting_add"),
-        {"tool_name": "issue_refund", "group": senior.pk, "timeout_minutes": "30", "warn_minutes": "5", "on_expiry": "escalate", "escalate_to": senior.pk},
+        {
+            "tool_name": "issue_refund",
+            "group": senior.pk,
+            "timeout_minutes": "30",
+            "warn_minutes": "5",
+            "on_expiry": "escalate",
+            "escalate_to": senior.pk,
+        },
     )
     assert response.status_code == 302
     assert ToolSetting.objects.get().escalates

@@ -14,35 +14,56 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def trial_rule(db):
     return PolicyRule.objects.create(
-        name="Refunds up to $50 without review (trial)", tool_name="issue_refund", field="amount",
-        operator="<=", value=50, outcome="run", shadow=True, order=1,
+        name="Refunds up to $50 without review (trial)",
+        tool_name="issue_refund",
+        field="amount",
+        operator="<=",
+        value=50,
+        outcome="run",
+        shadow=True,
+        order=1,
     )
 
 
 def test_a_shadow_rule_decides_nothing(make_run, db):
-    PolicyRule.objects.create(name="forbid all (trial)", tool_name="issue_refund", operator="any", outcome="forbid", shadow=True, order=1)
+    PolicyRule.objects.create(
+        name="forbid all (trial)", tool_name="issue_refund", operator="any", outcome="forbid", shadow=True, order=1
+    )
     call = pending_call(make_run)
     assert call.status == ToolCall.Status.PENDING
     assert call.policy["reason"] == "Approval required tier"
 
 
-def test_a_shadow_rule_records_what_it_would_have_decided_next_to_the_human_decision(make_run, client, reviewer, trial_rule):
+def test_a_shadow_rule_records_what_it_would_have_decided_next_to_the_human_decision(
+    make_run, client, reviewer, trial_rule
+):
     call = pending_call(make_run)
     result = ShadowResult.objects.get()
-    assert (result.rule, result.tool_call, result.outcome, result.verdict, result.agreed) == (trial_rule, call, "run", "", None)
+    assert (result.rule, result.tool_call, result.outcome, result.verdict, result.agreed) == (
+        trial_rule,
+        call,
+        "run",
+        "",
+        None,
+    )
     client.force_login(reviewer)
     post(client, call, "approve")
     result.refresh_from_db()
     assert (result.verdict, result.agreed) == ("approve", True)
 
 
-def test_a_reject_or_an_edit_disagrees_with_a_shadow_rule_that_would_have_run_the_call(make_run, client, reviewer, trial_rule):
+def test_a_reject_or_an_edit_disagrees_with_a_shadow_rule_that_would_have_run_the_call(
+    make_run, client, reviewer, trial_rule
+):
     client.force_login(reviewer)
     rejected = pending_call(make_run)
     post(client, rejected, "reject", reason="No")
     edited = pending_call(make_run, "Order A-1003 arrived broken. Please refund $45.")
     post(client, edited, "edit", arg_order_id="A-1003", arg_amount="7.5", arg_reason="Shipping only")
-    assert list(ShadowResult.objects.order_by("id").values_list("verdict", "agreed")) == [("reject", False), ("edit", False)]
+    assert list(ShadowResult.objects.order_by("id").values_list("verdict", "agreed")) == [
+        ("reject", False),
+        ("edit", False),
+    ]
 
 
 def test_a_shadow_rule_whose_condition_does_not_hold_records_nothing(make_run, trial_rule):
@@ -51,7 +72,15 @@ def test_a_shadow_rule_whose_condition_does_not_hold_records_nothing(make_run, t
 
 
 def test_a_shadow_rule_that_cannot_be_evaluated_is_skipped(make_run, db):
-    PolicyRule.objects.create(name="broken (trial)", tool_name="issue_refund", field="amount", operator="<=", value="x", outcome="run", shadow=True)
+    PolicyRule.objects.create(
+        name="broken (trial)",
+        tool_name="issue_refund",
+        field="amount",
+        operator="<=",
+        value="x",
+        outcome="run",
+        shadow=True,
+    )
     call = pending_call(make_run)
     assert call.status == ToolCall.Status.PENDING
     assert "could not be evaluated" not in call.policy["reason"]

@@ -22,7 +22,9 @@ def approved(make_run, client, reviewer):
 
 
 def test_a_refund_whose_order_was_refunded_meanwhile_returns_to_the_queue(approved, model):
-    Refund.objects.create(order=Order.objects.get(number="A-1001"), amount=5, reason="goodwill", idempotency_key="elsewhere")
+    Refund.objects.create(
+        order=Order.objects.get(number="A-1001"), amount=5, reason="goodwill", idempotency_key="elsewhere"
+    )
     asked = len(model.requests())
     call = advance(approved)
     assert call.status == ToolCall.Status.PENDING
@@ -38,10 +40,13 @@ def test_a_refund_whose_order_was_refunded_meanwhile_returns_to_the_queue(approv
 
 def test_the_returned_call_shows_the_change_highlighted(approved, client, reviewer2):
     Order.objects.filter(number="A-1001").update(status="cancelled")
-    call = advance(approved)
+    advance(approved)
     client.force_login(reviewer2)
     html = client.get(reverse("approvals:queue")).content.decode()
-    assert "Back in the queue:</strong> The facts changed since the call was reviewed (order status: delivered → cancelled)." in html
+    assert (
+        "Back in the queue:</strong> The facts changed since the call was reviewed"
+        " (order status: delivered → cancelled)." in html
+    )
     assert '<dd class=" changed">cancelled <small>(was delivered)</small></dd>' in html
 
 
@@ -53,7 +58,9 @@ def test_a_changed_customer_address_holds_the_refund_too(approved):
 
 
 def test_the_returned_call_is_reviewed_again_even_by_the_same_reviewer_and_runs_once(approved, client):
-    Refund.objects.create(order=Order.objects.get(number="A-1001"), amount=5, reason="goodwill", idempotency_key="elsewhere")
+    Refund.objects.create(
+        order=Order.objects.get(number="A-1001"), amount=5, reason="goodwill", idempotency_key="elsewhere"
+    )
     call = advance(approved)
     assert post(client, call, "approve").status_code == 302
     call = advance(call)

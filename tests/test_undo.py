@@ -18,7 +18,9 @@ def test_a_reviewer_undoes_a_reversible_call_from_the_run_page(client, make_run,
     assert OrderNote.objects.get().removed is True
     assert ToolCall.objects.get(pk=note_call.pk).status == ToolCall.Status.UNDONE
     assert AuditEvent.objects.get(kind="undone").actor == reviewer
-    response = client.post(reverse("approvals:run_action", args=[run.pk]), {"action": "undo", "call": note_call.pk}, follow=True)
+    response = client.post(
+        reverse("approvals:run_action", args=[run.pk]), {"action": "undo", "call": note_call.pk}, follow=True
+    )
     assert "Only executed calls can be undone" in response.content.decode()
 
 
@@ -26,6 +28,8 @@ def test_a_call_that_is_not_reversible_cannot_be_undone(client, make_run, review
     run = make_run("Look up order A-1001.")
     call = run.tool_calls.get()
     client.force_login(reviewer)
-    response = client.post(reverse("approvals:run_action", args=[run.pk]), {"action": "undo", "call": call.pk}, follow=True)
+    response = client.post(
+        reverse("approvals:run_action", args=[run.pk]), {"action": "undo", "call": call.pk}, follow=True
+    )
     assert "Only reversible tools can be undone." in response.content.decode()
     assert ToolCall.objects.get(pk=call.pk).status == ToolCall.Status.EXECUTED

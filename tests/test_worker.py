@@ -24,7 +24,9 @@ def worker(require_postgres, model, settings):
     if not redis_available(django_settings.REDIS_TEST_URL):
         pytest.skip(f"Redis is not reachable at {django_settings.REDIS_TEST_URL}: this test needs a real broker.")
     queue = django_settings.CELERY_TASK_DEFAULT_QUEUE
-    processes = Processes(production_env(connection.settings_dict["NAME"], django_settings.REDIS_TEST_URL, model.url, queue))
+    processes = Processes(
+        production_env(connection.settings_dict["NAME"], django_settings.REDIS_TEST_URL, model.url, queue)
+    )
     start_worker(processes, queue)
     settings.TASKS_IN_PROCESS = False
     settings.REVIEWHUB_RESUME = "agents.dispatch.enqueue_advance"
@@ -51,11 +53,16 @@ def test_a_worker_resumes_the_run_after_an_approval(make_run, reviewer, worker):
     call = pending_refund(run)
 
     services.toolcall_decide(
-        call_id=call.pk, reviewer=reviewer, verdict=Decision.Verdict.EDIT, shown_hash=call.arguments_hash,
+        call_id=call.pk,
+        reviewer=reviewer,
+        verdict=Decision.Verdict.EDIT,
+        shown_hash=call.arguments_hash,
         arguments={"order_id": "A-1001", "amount": 49, "reason": "Item arrived damaged"},
     )
 
-    assert wait_for(lambda: Run.objects.get(pk=run.pk).status == Run.Status.COMPLETED), open(worker.procs[0].log_path).read()
+    assert wait_for(lambda: Run.objects.get(pk=run.pk).status == Run.Status.COMPLETED), open(
+        worker.procs[0].log_path
+    ).read()
     assert list(Refund.objects.values_list("amount", flat=True)) == [49]
     call.refresh_from_db()
     assert call.status == ToolCall.Status.EXECUTED
@@ -84,7 +91,9 @@ def test_a_call_left_executing_by_a_dead_worker_is_finished_once(make_run, revie
     call = pending_refund(run)
     services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
     assert services.toolcall_claim(call)
-    Refund.objects.create(order=Order.objects.get(number="A-1002"), amount=35, reason="x", idempotency_key=call.idempotency_key)
+    Refund.objects.create(
+        order=Order.objects.get(number="A-1002"), amount=35, reason="x", idempotency_key=call.idempotency_key
+    )
     ToolCall.objects.filter(pk=call.pk).update(claimed_at=timezone.now() - timedelta(hours=1))
 
     loop.advance(run.pk)

@@ -7,66 +7,90 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Customer',
+            name="Customer",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('email', models.EmailField(max_length=254, unique=True)),
-                ('customer_since', models.DateField()),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200)),
+                ("email", models.EmailField(max_length=254, unique=True)),
+                ("customer_since", models.DateField()),
             ],
         ),
         migrations.CreateModel(
-            name='OutgoingEmail',
+            name="OutgoingEmail",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('to', models.EmailField(max_length=254)),
-                ('subject', models.CharField(max_length=300)),
-                ('body', models.TextField()),
-                ('idempotency_key', models.CharField(max_length=200, unique=True)),
-                ('sent_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("to", models.EmailField(max_length=254)),
+                ("subject", models.CharField(max_length=300)),
+                ("body", models.TextField()),
+                ("idempotency_key", models.CharField(max_length=200, unique=True)),
+                ("sent_at", models.DateTimeField(auto_now_add=True)),
             ],
         ),
         migrations.CreateModel(
-            name='Order',
+            name="Order",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.CharField(max_length=20, unique=True)),
-                ('total', models.DecimalField(decimal_places=2, max_digits=10)),
-                ('shipping', models.DecimalField(decimal_places=2, default=Decimal('0'), max_digits=10)),
-                ('status', models.CharField(choices=[('processing', 'Processing'), ('shipped', 'Shipped'), ('delivered', 'Delivered'), ('cancelled', 'Cancelled')], max_length=16)),
-                ('items', models.TextField()),
-                ('placed_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('customer', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='orders', to='agents.customer')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("number", models.CharField(max_length=20, unique=True)),
+                ("total", models.DecimalField(decimal_places=2, max_digits=10)),
+                ("shipping", models.DecimalField(decimal_places=2, default=Decimal("0"), max_digits=10)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("processing", "Processing"),
+                            ("shipped", "Shipped"),
+                            ("delivered", "Delivered"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("items", models.TextField()),
+                ("placed_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "customer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="orders", to="agents.customer"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='OrderNote',
+            name="OrderNote",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('text', models.TextField()),
-                ('idempotency_key', models.CharField(max_length=200, unique=True)),
-                ('removed', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('order', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='notes', to='agents.order')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("text", models.TextField()),
+                ("idempotency_key", models.CharField(max_length=200, unique=True)),
+                ("removed", models.BooleanField(default=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "order",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="notes", to="agents.order"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Refund',
+            name="Refund",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('amount', models.DecimalField(decimal_places=2, max_digits=10)),
-                ('reason', models.TextField()),
-                ('idempotency_key', models.CharField(max_length=200, unique=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('order', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='refunds', to='agents.order')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("amount", models.DecimalField(decimal_places=2, max_digits=10)),
+                ("reason", models.TextField()),
+                ("idempotency_key", models.CharField(max_length=200, unique=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "order",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="refunds", to="agents.order"
+                    ),
+                ),
             ],
         ),
     ]

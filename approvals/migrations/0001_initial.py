@@ -8,7 +8,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -17,149 +16,323 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='AuditHead',
+            name="AuditHead",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('last_hash', models.CharField(default='0000000000000000000000000000000000000000000000000000000000000000', max_length=64)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "last_hash",
+                    models.CharField(
+                        default="0000000000000000000000000000000000000000000000000000000000000000", max_length=64
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='PolicyRule',
+            name="PolicyRule",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('tool_name', models.CharField(help_text='Tool this rule applies to.', max_length=200)),
-                ('field', models.CharField(blank=True, help_text='Argument name, e.g. amount.', max_length=100)),
-                ('operator', models.CharField(choices=[('<=', '<='), ('<', '<'), ('>=', '>='), ('>', '>'), ('==', '=='), ('!=', '!='), ('any', 'always')], default='any', max_length=8)),
-                ('value', models.JSONField(blank=True, help_text='JSON value to compare with, e.g. 20.', null=True)),
-                ('outcome', models.CharField(choices=[('run', 'Run without review'), ('review', 'Require review'), ('forbid', 'Forbid')], max_length=16)),
-                ('required_approvals', models.PositiveSmallIntegerField(default=1)),
-                ('order', models.PositiveIntegerField(default=100)),
-                ('enabled', models.BooleanField(default=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200)),
+                ("tool_name", models.CharField(help_text="Tool this rule applies to.", max_length=200)),
+                ("field", models.CharField(blank=True, help_text="Argument name, e.g. amount.", max_length=100)),
+                (
+                    "operator",
+                    models.CharField(
+                        choices=[
+                            ("<=", "<="),
+                            ("<", "<"),
+                            (">=", ">="),
+                            (">", ">"),
+                            ("==", "=="),
+                            ("!=", "!="),
+                            ("any", "always"),
+                        ],
+                        default="any",
+                        max_length=8,
+                    ),
+                ),
+                ("value", models.JSONField(blank=True, help_text="JSON value to compare with, e.g. 20.", null=True)),
+                (
+                    "outcome",
+                    models.CharField(
+                        choices=[("run", "Run without review"), ("review", "Require review"), ("forbid", "Forbid")],
+                        max_length=16,
+                    ),
+                ),
+                ("required_approvals", models.PositiveSmallIntegerField(default=1)),
+                ("order", models.PositiveIntegerField(default=100)),
+                ("enabled", models.BooleanField(default=True)),
             ],
             options={
-                'ordering': ['order', 'id'],
+                "ordering": ["order", "id"],
             },
         ),
         migrations.CreateModel(
-            name='Run',
+            name="Run",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('public_id', models.UUIDField(default=uuid.uuid4, editable=False, unique=True)),
-                ('agent', models.CharField(max_length=100)),
-                ('request', models.TextField()),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('waiting', 'Waiting'), ('completed', 'Completed'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], db_index=True, default='queued', max_length=16)),
-                ('step_count', models.PositiveIntegerField(default=0)),
-                ('max_steps', models.PositiveIntegerField(default=12)),
-                ('thinking', models.BooleanField(default=False)),
-                ('last_error', models.TextField(blank=True)),
-                ('dry_run', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('requested_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='runs', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("public_id", models.UUIDField(default=uuid.uuid4, editable=False, unique=True)),
+                ("agent", models.CharField(max_length=100)),
+                ("request", models.TextField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("waiting", "Waiting"),
+                            ("completed", "Completed"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        db_index=True,
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                ("step_count", models.PositiveIntegerField(default=0)),
+                ("max_steps", models.PositiveIntegerField(default=12)),
+                ("thinking", models.BooleanField(default=False)),
+                ("last_error", models.TextField(blank=True)),
+                ("dry_run", models.BooleanField(default=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "requested_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="runs",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Message',
+            name="Message",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('seq', models.PositiveIntegerField()),
-                ('role', models.CharField(choices=[('system', 'System'), ('user', 'User'), ('assistant', 'Assistant'), ('tool', 'Tool')], max_length=16)),
-                ('content', models.TextField(blank=True)),
-                ('tool_calls', models.JSONField(blank=True, default=list)),
-                ('tool_call_id', models.CharField(blank=True, max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='approvals.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("seq", models.PositiveIntegerField()),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[("system", "System"), ("user", "User"), ("assistant", "Assistant"), ("tool", "Tool")],
+                        max_length=16,
+                    ),
+                ),
+                ("content", models.TextField(blank=True)),
+                ("tool_calls", models.JSONField(blank=True, default=list)),
+                ("tool_call_id", models.CharField(blank=True, max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="messages", to="approvals.run"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run', 'seq'],
+                "ordering": ["run", "seq"],
             },
         ),
         migrations.CreateModel(
-            name='ToolCall',
+            name="ToolCall",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('call_id', models.CharField(max_length=200)),
-                ('tool_name', models.CharField(db_index=True, max_length=200)),
-                ('arguments', models.JSONField(blank=True, null=True)),
-                ('raw_arguments', models.TextField(blank=True)),
-                ('arguments_hash', models.CharField(blank=True, max_length=64)),
-                ('tier', models.CharField(blank=True, choices=[('read_only', 'Read-only'), ('reversible', 'Reversible'), ('approval', 'Approval required'), ('forbidden', 'Forbidden')], max_length=16)),
-                ('status', models.CharField(choices=[('invalid', 'Invalid'), ('forbidden', 'Forbidden'), ('pending', 'Waiting for review'), ('approved', 'Approved'), ('executing', 'Executing'), ('executed', 'Executed'), ('failed', 'Failed'), ('rejected', 'Rejected'), ('expired', 'Expired'), ('cancelled', 'Cancelled'), ('undone', 'Undone')], db_index=True, max_length=16)),
-                ('policy', models.JSONField(blank=True, default=dict)),
-                ('required_approvals', models.PositiveSmallIntegerField(default=1)),
-                ('description', models.TextField(blank=True)),
-                ('facts', models.JSONField(blank=True, default=dict)),
-                ('reasoning', models.TextField(blank=True)),
-                ('user_request', models.TextField(blank=True)),
-                ('expires_at', models.DateTimeField(blank=True, db_index=True, null=True)),
-                ('approved_arguments', models.JSONField(blank=True, null=True)),
-                ('output', models.TextField(blank=True)),
-                ('output_recorded', models.BooleanField(default=False)),
-                ('claimed_at', models.DateTimeField(blank=True, null=True)),
-                ('executed_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('message', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='calls', to='approvals.message')),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tool_calls', to='approvals.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("call_id", models.CharField(max_length=200)),
+                ("tool_name", models.CharField(db_index=True, max_length=200)),
+                ("arguments", models.JSONField(blank=True, null=True)),
+                ("raw_arguments", models.TextField(blank=True)),
+                ("arguments_hash", models.CharField(blank=True, max_length=64)),
+                (
+                    "tier",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("read_only", "Read-only"),
+                            ("reversible", "Reversible"),
+                            ("approval", "Approval required"),
+                            ("forbidden", "Forbidden"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("invalid", "Invalid"),
+                            ("forbidden", "Forbidden"),
+                            ("pending", "Waiting for review"),
+                            ("approved", "Approved"),
+                            ("executing", "Executing"),
+                            ("executed", "Executed"),
+                            ("failed", "Failed"),
+                            ("rejected", "Rejected"),
+                            ("expired", "Expired"),
+                            ("cancelled", "Cancelled"),
+                            ("undone", "Undone"),
+                        ],
+                        db_index=True,
+                        max_length=16,
+                    ),
+                ),
+                ("policy", models.JSONField(blank=True, default=dict)),
+                ("required_approvals", models.PositiveSmallIntegerField(default=1)),
+                ("description", models.TextField(blank=True)),
+                ("facts", models.JSONField(blank=True, default=dict)),
+                ("reasoning", models.TextField(blank=True)),
+                ("user_request", models.TextField(blank=True)),
+                ("expires_at", models.DateTimeField(blank=True, db_index=True, null=True)),
+                ("approved_arguments", models.JSONField(blank=True, null=True)),
+                ("output", models.TextField(blank=True)),
+                ("output_recorded", models.BooleanField(default=False)),
+                ("claimed_at", models.DateTimeField(blank=True, null=True)),
+                ("executed_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "message",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="calls", to="approvals.message"
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="tool_calls", to="approvals.run"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at', 'id'],
-                'permissions': [('review_toolcall', 'Can review (approve, edit, reject) tool calls')],
+                "ordering": ["created_at", "id"],
+                "permissions": [("review_toolcall", "Can review (approve, edit, reject) tool calls")],
             },
         ),
         migrations.CreateModel(
-            name='Decision',
+            name="Decision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('verdict', models.CharField(choices=[('approve', 'Approved'), ('edit', 'Edited and approved'), ('reject', 'Rejected'), ('expire', 'Expired')], max_length=16)),
-                ('arguments', models.JSONField(blank=True, null=True)),
-                ('arguments_hash', models.CharField(blank=True, max_length=64)),
-                ('reason', models.TextField(blank=True)),
-                ('final', models.BooleanField(default=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('reviewer', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, to=settings.AUTH_USER_MODEL)),
-                ('tool_call', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='decisions', to='approvals.toolcall')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "verdict",
+                    models.CharField(
+                        choices=[
+                            ("approve", "Approved"),
+                            ("edit", "Edited and approved"),
+                            ("reject", "Rejected"),
+                            ("expire", "Expired"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("arguments", models.JSONField(blank=True, null=True)),
+                ("arguments_hash", models.CharField(blank=True, max_length=64)),
+                ("reason", models.TextField(blank=True)),
+                ("final", models.BooleanField(default=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "reviewer",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "tool_call",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="decisions", to="approvals.toolcall"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at', 'id'],
+                "ordering": ["created_at", "id"],
             },
         ),
         migrations.CreateModel(
-            name='AuditEvent',
+            name="AuditEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('run_started', 'Run Started'), ('proposed', 'Proposed'), ('auto_run', 'Auto Run'), ('invalid', 'Invalid'), ('forbidden', 'Forbidden'), ('decided', 'Decided'), ('executed', 'Executed'), ('failed', 'Failed'), ('expired', 'Expired'), ('resumed', 'Resumed'), ('completed', 'Completed'), ('run_failed', 'Run Failed'), ('cancelled', 'Cancelled'), ('undone', 'Undone')], db_index=True, max_length=32)),
-                ('actor_label', models.CharField(max_length=150)),
-                ('payload', models.JSONField(default=dict)),
-                ('created_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
-                ('prev_hash', models.CharField(max_length=64)),
-                ('hash', models.CharField(max_length=64, unique=True)),
-                ('actor', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, to=settings.AUTH_USER_MODEL)),
-                ('run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='audit_events', to='approvals.run')),
-                ('tool_call', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='audit_events', to='approvals.toolcall')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("run_started", "Run Started"),
+                            ("proposed", "Proposed"),
+                            ("auto_run", "Auto Run"),
+                            ("invalid", "Invalid"),
+                            ("forbidden", "Forbidden"),
+                            ("decided", "Decided"),
+                            ("executed", "Executed"),
+                            ("failed", "Failed"),
+                            ("expired", "Expired"),
+                            ("resumed", "Resumed"),
+                            ("completed", "Completed"),
+                            ("run_failed", "Run Failed"),
+                            ("cancelled", "Cancelled"),
+                            ("undone", "Undone"),
+                        ],
+                        db_index=True,
+                        max_length=32,
+                    ),
+                ),
+                ("actor_label", models.CharField(max_length=150)),
+                ("payload", models.JSONField(default=dict)),
+                ("created_at", models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
+                ("prev_hash", models.CharField(max_length=64)),
+                ("hash", models.CharField(max_length=64, unique=True)),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="audit_events",
+                        to="approvals.run",
+                    ),
+                ),
+                (
+                    "tool_call",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="audit_events",
+                        to="approvals.toolcall",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
+                "ordering": ["id"],
             },
         ),
         migrations.AddConstraint(
-            model_name='message',
-            constraint=models.UniqueConstraint(fields=('run', 'seq'), name='message_unique_seq'),
+            model_name="message",
+            constraint=models.UniqueConstraint(fields=("run", "seq"), name="message_unique_seq"),
         ),
         migrations.AddConstraint(
-            model_name='toolcall',
-            constraint=models.UniqueConstraint(fields=('run', 'call_id'), name='toolcall_unique_call_id'),
+            model_name="toolcall",
+            constraint=models.UniqueConstraint(fields=("run", "call_id"), name="toolcall_unique_call_id"),
         ),
         migrations.AddConstraint(
-            model_name='decision',
-            constraint=models.UniqueConstraint(condition=models.Q(('final', True)), fields=('tool_call',), name='decision_one_final'),
+            model_name="decision",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("final", True)), fields=("tool_call",), name="decision_one_final"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='decision',
-            constraint=models.UniqueConstraint(condition=models.Q(('reviewer__isnull', False)), fields=('tool_call', 'reviewer'), name='decision_one_per_reviewer'),
+            model_name="decision",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("reviewer__isnull", False)),
+                fields=("tool_call", "reviewer"),
+                name="decision_one_per_reviewer",
+            ),
         ),
     ]

@@ -6,163 +6,274 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('approvals', '0001_initial'),
-        ('auth', '0012_alter_user_first_name_max_length'),
+        ("approvals", "0001_initial"),
+        ("auth", "0012_alter_user_first_name_max_length"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ShadowResult',
+            name="ShadowResult",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('outcome', models.CharField(choices=[('run', 'Run without review'), ('review', 'Require review (by N distinct reviewers)'), ('forbid', 'Forbid')], max_length=16)),
-                ('verdict', models.CharField(blank=True, choices=[('approve', 'Approved'), ('edit', 'Edited and approved'), ('reject', 'Rejected'), ('expire', 'Expired')], max_length=16)),
-                ('agreed', models.BooleanField(null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "outcome",
+                    models.CharField(
+                        choices=[
+                            ("run", "Run without review"),
+                            ("review", "Require review (by N distinct reviewers)"),
+                            ("forbid", "Forbid"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "verdict",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("approve", "Approved"),
+                            ("edit", "Edited and approved"),
+                            ("reject", "Rejected"),
+                            ("expire", "Expired"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("agreed", models.BooleanField(null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['-id'],
+                "ordering": ["-id"],
             },
         ),
         migrations.CreateModel(
-            name='ToolSetting',
+            name="ToolSetting",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tool_name', models.CharField(max_length=200, unique=True)),
-                ('timeout_minutes', models.PositiveIntegerField(blank=True, help_text='How long a call may wait for a decision. Empty: the site default.', null=True)),
-                ('warn_minutes', models.PositiveIntegerField(default=10, help_text='Flag the call in the queue and notify its reviewers this long before the deadline.')),
-                ('on_expiry', models.CharField(choices=[('reject', 'Reject'), ('escalate', 'Escalate to a group (once), then reject')], default='reject', max_length=16)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("tool_name", models.CharField(max_length=200, unique=True)),
+                (
+                    "timeout_minutes",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="How long a call may wait for a decision. Empty: the site default.",
+                        null=True,
+                    ),
+                ),
+                (
+                    "warn_minutes",
+                    models.PositiveIntegerField(
+                        default=10,
+                        help_text="Flag the call in the queue and notify its reviewers this long before the deadline.",
+                    ),
+                ),
+                (
+                    "on_expiry",
+                    models.CharField(
+                        choices=[("reject", "Reject"), ("escalate", "Escalate to a group (once), then reject")],
+                        default="reject",
+                        max_length=16,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['tool_name'],
+                "ordering": ["tool_name"],
             },
         ),
         migrations.RemoveConstraint(
-            model_name='decision',
-            name='decision_one_final',
+            model_name="decision",
+            name="decision_one_final",
         ),
         migrations.RemoveConstraint(
-            model_name='decision',
-            name='decision_one_per_reviewer',
+            model_name="decision",
+            name="decision_one_per_reviewer",
         ),
         migrations.AddField(
-            model_name='decision',
-            name='guidance',
+            model_name="decision",
+            name="guidance",
             field=models.TextField(blank=True),
         ),
         migrations.AddField(
-            model_name='decision',
-            name='round',
+            model_name="decision",
+            name="round",
             field=models.PositiveSmallIntegerField(default=1),
         ),
         migrations.AddField(
-            model_name='policyrule',
-            name='group',
-            field=models.ForeignKey(blank=True, help_text='For “require review”: only members of this group may decide matching calls.', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='auth.group'),
+            model_name="policyrule",
+            name="group",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="For “require review”: only members of this group may decide matching calls.",
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="auth.group",
+            ),
         ),
         migrations.AddField(
-            model_name='policyrule',
-            name='shadow',
-            field=models.BooleanField(default=False, help_text='Shadow mode: never decides; records what it would have decided next to the human decision.'),
+            model_name="policyrule",
+            name="shadow",
+            field=models.BooleanField(
+                default=False,
+                help_text="Shadow mode: never decides; records what it would have decided next to the human decision.",
+            ),
         ),
         migrations.AddField(
-            model_name='toolcall',
-            name='changed_facts',
+            model_name="toolcall",
+            name="changed_facts",
             field=models.JSONField(blank=True, default=dict),
         ),
         migrations.AddField(
-            model_name='toolcall',
-            name='edited_description',
+            model_name="toolcall",
+            name="edited_description",
             field=models.TextField(blank=True),
         ),
         migrations.AddField(
-            model_name='toolcall',
-            name='escalated_at',
+            model_name="toolcall",
+            name="escalated_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='toolcall',
-            name='returned_reason',
+            model_name="toolcall",
+            name="returned_reason",
             field=models.TextField(blank=True),
         ),
         migrations.AddField(
-            model_name='toolcall',
-            name='review_group',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='auth.group'),
+            model_name="toolcall",
+            name="review_group",
+            field=models.ForeignKey(
+                blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name="+", to="auth.group"
+            ),
         ),
         migrations.AddField(
-            model_name='toolcall',
-            name='review_round',
+            model_name="toolcall",
+            name="review_round",
             field=models.PositiveSmallIntegerField(default=1),
         ),
         migrations.AddField(
-            model_name='toolcall',
-            name='reviewing_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="toolcall",
+            name="reviewing_by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='toolcall',
-            name='reviewing_until',
+            model_name="toolcall",
+            name="reviewing_until",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='toolcall',
-            name='warn_at',
+            model_name="toolcall",
+            name="warn_at",
             field=models.DateTimeField(blank=True, db_index=True, null=True),
         ),
         migrations.AddField(
-            model_name='toolcall',
-            name='warned_at',
+            model_name="toolcall",
+            name="warned_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AlterField(
-            model_name='auditevent',
-            name='kind',
-            field=models.CharField(choices=[('run_started', 'Run Started'), ('proposed', 'Proposed'), ('auto_run', 'Auto Run'), ('invalid', 'Invalid'), ('forbidden', 'Forbidden'), ('decided', 'Decided'), ('executed', 'Executed'), ('failed', 'Failed'), ('expired', 'Expired'), ('resumed', 'Resumed'), ('completed', 'Completed'), ('run_failed', 'Run Failed'), ('cancelled', 'Cancelled'), ('undone', 'Undone'), ('review_claimed', 'Review Claimed'), ('review_released', 'Review Released'), ('deadline_near', 'Deadline Near'), ('escalated', 'Escalated'), ('returned', 'Returned')], db_index=True, max_length=32),
+            model_name="auditevent",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("run_started", "Run Started"),
+                    ("proposed", "Proposed"),
+                    ("auto_run", "Auto Run"),
+                    ("invalid", "Invalid"),
+                    ("forbidden", "Forbidden"),
+                    ("decided", "Decided"),
+                    ("executed", "Executed"),
+                    ("failed", "Failed"),
+                    ("expired", "Expired"),
+                    ("resumed", "Resumed"),
+                    ("completed", "Completed"),
+                    ("run_failed", "Run Failed"),
+                    ("cancelled", "Cancelled"),
+                    ("undone", "Undone"),
+                    ("review_claimed", "Review Claimed"),
+                    ("review_released", "Review Released"),
+                    ("deadline_near", "Deadline Near"),
+                    ("escalated", "Escalated"),
+                    ("returned", "Returned"),
+                ],
+                db_index=True,
+                max_length=32,
+            ),
         ),
         migrations.AlterField(
-            model_name='policyrule',
-            name='outcome',
-            field=models.CharField(choices=[('run', 'Run without review'), ('review', 'Require review (by N distinct reviewers)'), ('forbid', 'Forbid')], max_length=16),
+            model_name="policyrule",
+            name="outcome",
+            field=models.CharField(
+                choices=[
+                    ("run", "Run without review"),
+                    ("review", "Require review (by N distinct reviewers)"),
+                    ("forbid", "Forbid"),
+                ],
+                max_length=16,
+            ),
         ),
         migrations.AlterField(
-            model_name='policyrule',
-            name='required_approvals',
-            field=models.PositiveSmallIntegerField(default=1, help_text='For “require review”: how many different reviewers must approve.'),
+            model_name="policyrule",
+            name="required_approvals",
+            field=models.PositiveSmallIntegerField(
+                default=1, help_text="For “require review”: how many different reviewers must approve."
+            ),
         ),
         migrations.AddConstraint(
-            model_name='decision',
-            constraint=models.UniqueConstraint(condition=models.Q(('final', True)), fields=('tool_call', 'round'), name='decision_one_final'),
+            model_name="decision",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("final", True)), fields=("tool_call", "round"), name="decision_one_final"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='decision',
-            constraint=models.UniqueConstraint(condition=models.Q(('reviewer__isnull', False)), fields=('tool_call', 'round', 'reviewer'), name='decision_one_per_reviewer'),
+            model_name="decision",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("reviewer__isnull", False)),
+                fields=("tool_call", "round", "reviewer"),
+                name="decision_one_per_reviewer",
+            ),
         ),
         migrations.AddField(
-            model_name='shadowresult',
-            name='rule',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='shadow_results', to='approvals.policyrule'),
+            model_name="shadowresult",
+            name="rule",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="shadow_results", to="approvals.policyrule"
+            ),
         ),
         migrations.AddField(
-            model_name='shadowresult',
-            name='tool_call',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='shadow_results', to='approvals.toolcall'),
+            model_name="shadowresult",
+            name="tool_call",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="shadow_results", to="approvals.toolcall"
+            ),
         ),
         migrations.AddField(
-            model_name='toolsetting',
-            name='escalate_to',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='auth.group'),
+            model_name="toolsetting",
+            name="escalate_to",
+            field=models.ForeignKey(
+                blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name="+", to="auth.group"
+            ),
         ),
         migrations.AddField(
-            model_name='toolsetting',
-            name='group',
-            field=models.ForeignKey(blank=True, help_text="Only members of this group may decide this tool's calls. Empty: any reviewer.", null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='auth.group'),
+            model_name="toolsetting",
+            name="group",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="Only members of this group may decide this tool's calls. Empty: any reviewer.",
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="auth.group",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='shadowresult',
-            constraint=models.UniqueConstraint(fields=('rule', 'tool_call'), name='shadow_one_per_rule_and_call'),
+            model_name="shadowresult",
+            constraint=models.UniqueConstraint(fields=("rule", "tool_call"), name="shadow_one_per_rule_and_call"),
         ),
     ]

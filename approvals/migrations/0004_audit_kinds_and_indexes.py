@@ -5,25 +5,53 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('approvals', '0003_audit_append_only'),
+        ("approvals", "0003_audit_append_only"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='auditevent',
-            name='kind',
-            field=models.CharField(choices=[('run_started', 'Run Started'), ('proposed', 'Proposed'), ('auto_run', 'Auto Run'), ('invalid', 'Invalid'), ('forbidden', 'Forbidden'), ('decided', 'Decided'), ('executing', 'Executing'), ('executed', 'Executed'), ('failed', 'Failed'), ('expired', 'Expired'), ('resumed', 'Resumed'), ('completed', 'Completed'), ('run_failed', 'Run Failed'), ('cancelled', 'Cancelled'), ('undone', 'Undone'), ('review_claimed', 'Review Claimed'), ('review_released', 'Review Released'), ('deadline_near', 'Deadline Near'), ('escalated', 'Escalated'), ('returned', 'Returned')], db_index=True, max_length=32),
+            model_name="auditevent",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("run_started", "Run Started"),
+                    ("proposed", "Proposed"),
+                    ("auto_run", "Auto Run"),
+                    ("invalid", "Invalid"),
+                    ("forbidden", "Forbidden"),
+                    ("decided", "Decided"),
+                    ("executing", "Executing"),
+                    ("executed", "Executed"),
+                    ("failed", "Failed"),
+                    ("expired", "Expired"),
+                    ("resumed", "Resumed"),
+                    ("completed", "Completed"),
+                    ("run_failed", "Run Failed"),
+                    ("cancelled", "Cancelled"),
+                    ("undone", "Undone"),
+                    ("review_claimed", "Review Claimed"),
+                    ("review_released", "Review Released"),
+                    ("deadline_near", "Deadline Near"),
+                    ("escalated", "Escalated"),
+                    ("returned", "Returned"),
+                ],
+                db_index=True,
+                max_length=32,
+            ),
         ),
         migrations.AlterField(
-            model_name='decision',
-            name='created_at',
+            model_name="decision",
+            name="created_at",
             field=models.DateTimeField(auto_now_add=True, db_index=True),
         ),
         migrations.AddIndex(
-            model_name='auditevent',
-            index=models.Index(condition=models.Q(('kind', 'review_claimed')), fields=['tool_call', 'actor', 'created_at'], name='auditevent_claims'),
+            model_name="auditevent",
+            index=models.Index(
+                condition=models.Q(("kind", "review_claimed")),
+                fields=["tool_call", "actor", "created_at"],
+                name="auditevent_claims",
+            ),
         ),
     ]

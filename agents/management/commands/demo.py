@@ -61,6 +61,15 @@ class Command(BaseCommand):
             threading.Thread(target=start_runs, daemon=True).start()
         url = f"http://{options['host']}:{options['port']}/"
         self.stdout.write(
-            self.style.SUCCESS(f"\nReviewHub is at {url}\nLog in as: reviewer / {demo_data.DEMO_PASSWORD} (auditor / the same password for the admin and insight)\n")
+            self.style.SUCCESS(
+                f"\nReviewHub is at {url}\nLog in as: reviewer / {demo_data.DEMO_PASSWORD}"
+                " (auditor / the same password for the admin and insight)\n"
+            )
         )
-        uvicorn.run("reviewhub.asgi:application", host=options["host"], port=options["port"], log_level="warning", lifespan="off")
+        uvicorn.run(
+            "reviewhub.asgi:application",
+            host=options["host"],
+            port=options["port"],
+            log_level="warning",
+            lifespan="off",
+        )
