@@ -24,32 +24,32 @@ def advance(run_id: int) -> None:
     run = Run.objects.get(pk=run_id)
     while run.is_active:
         step = run.open_step()
-        if step is not None and not services.step_is_answered(step):
+        if step is not None and not services.step_is_answered(message=step):
             for call in step.calls.filter(status__in=[ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING]):
-                services.toolcall_execute(call)
-            if not services.step_is_answered(step):
+                services.toolcall_execute(call=call)
+            if not services.step_is_answered(message=step):
                 if step.calls.filter(status=ToolCall.Status.PENDING).exists():
-                    services.run_set_status(run, Run.Status.WAITING)
+                    services.run_set_status(run=run, status=Run.Status.WAITING)
                 return
         last = run.messages.order_by("-seq").first()
         if last.role == Message.Role.ASSISTANT and not last.tool_calls:
-            services.run_complete(run)
+            services.run_complete(run=run)
             return
         if run.step_count >= run.max_steps:
-            services.run_fail(run, f"Stopped after {run.max_steps} model turns (the step limit).")
+            services.run_fail(run=run, error=f"Stopped after {run.max_steps} model turns (the step limit).")
             return
         was_waiting = run.status == Run.Status.WAITING
-        if not services.run_begin_turn(run):
+        if not services.run_begin_turn(run=run):
             return  # another worker is taking this turn
         if was_waiting:
-            services.run_resumed(run)
+            services.run_resumed(run=run)
         try:
             reply = llm.complete(transcript(run), registry.openai_specs())
         except llm.ModelError as exc:
-            services.run_fail(run, str(exc))
+            services.run_fail(run=run, error=str(exc))
             return
-        services.step_record(run, content=reply.content, calls=reply.calls)
+        services.step_record(run=run, content=reply.content, calls=reply.calls)
         run.refresh_from_db()
         if not reply.calls:
-            services.run_complete(run)
+            services.run_complete(run=run)
             return

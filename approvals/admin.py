@@ -9,7 +9,6 @@ the table (CappedPaginator), related rows in the same query, filters that need
 no query of their own, and sorting only where an index serves it.
 """
 
-import json
 from datetime import UTC, timedelta
 from urllib.parse import urlencode
 
@@ -35,6 +34,7 @@ from . import (
 from .export import parse_moment
 from .models import AuditEvent, Decision, Message, Run, ToolCall
 from .templatetags.review import reveal
+from .text import pretty_json
 from .tools import registry
 
 
@@ -201,9 +201,7 @@ class RecordAdmin(admin.ModelAdmin):
 
 def _pretty(value) -> str:
     """JSON for people: indented, escaped, invisible and bidirectional characters made visible."""
-    return format_html(
-        "<pre class='rh-json'>{}</pre>", reveal(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
-    )
+    return format_html("<pre class='rh-json'>{}</pre>", reveal(pretty_json(value)))
 
 
 def _text(value) -> str:

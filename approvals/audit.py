@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from .hashing import args_hash, canonical_json, event_hash
 from .models import (
     GENESIS_HASH,
     HASHED_FIELDS,
@@ -21,9 +22,6 @@ from .models import (
     AuditHead,
     Decision,
     ToolCall,
-    args_hash,
-    canonical_json,
-    event_hash,
 )
 
 CHUNK_SIZE = 5000

@@ -2,7 +2,7 @@
 
 Each line carries the eight hashed fields, the event's id and hash, and the
 tool's name for convenience, so that anyone holding an export can recompute
-every hash (see approvals.models.event_canonical) and check the chain offline.
+every hash (see approvals.hashing.event_canonical) and check the chain offline.
 """
 
 import csv
@@ -17,7 +17,8 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
 from .audit import CHUNK_SIZE, in_chunks
-from .models import AuditEvent, canonical_json
+from .hashing import canonical_json
+from .models import AuditEvent
 
 FORMATS = {"jsonl": "application/x-ndjson; charset=utf-8", "csv": "text/csv; charset=utf-8"}
 COLUMNS = (

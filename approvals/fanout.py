@@ -28,13 +28,12 @@ from collections import Counter, defaultdict
 
 from channels.db import database_sync_to_async
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Q
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from . import access
 from .models import ToolCall
 from .panels import PANEL_TEMPLATE, panel_context, viewer_key
+from .selectors import sees_call_and_pending_count
 
 log = logging.getLogger(__name__)
 
@@ -99,17 +98,14 @@ def call_messages(call_id: int, user_ids) -> dict[int, str]:
         f"{decision.get_verdict_display()} by {decision.reviewer_label}" if decision else call.get_status_display()
     )
     url = reverse("approvals:call", args=[call.pk])
-    this_or_pending = ToolCall.objects.filter(Q(pk=call_id) | Q(status=ToolCall.Status.PENDING))
     groups = defaultdict(list)
     for user, permission_group in _current_users(list(user_ids)):
         groups[permission_group].append(user)
     html_by_view: dict[str, str] = {}
     messages = {}
     for members in groups.values():
-        seen = access.visible_calls(members[0], this_or_pending).aggregate(
-            this=Count("pk", filter=Q(pk=call_id)), pending=Count("pk", filter=Q(status=ToolCall.Status.PENDING))
-        )
-        if not seen["this"]:
+        sees, pending = sees_call_and_pending_count(members[0], call_id)
+        if not sees:
             continue
         for user in members:
             # Pushed panels go to the queue page mostly: they carry its batch checkbox.
@@ -127,7 +123,7 @@ def call_messages(call_id: int, user_ids) -> dict[int, str]:
                     "outcome": outcome,
                     "description": call.description,
                     "url": url,
-                    "count": seen["pending"],
+                    "count": pending,
                     "html": html_by_view[view],
                 }
             )

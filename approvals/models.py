@@ -5,8 +5,6 @@ OpenAI chat format because that is the lingua franca of agents, not because
 approvals/ calls a model.
 """
 
-import hashlib
-import json
 import uuid
 from datetime import timedelta
 
@@ -17,62 +15,8 @@ from django.db import models
 from django.db.models import Count, Q
 from django.utils import timezone
 
-
-def canonical_json(value) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def args_hash(arguments) -> str:
-    return hashlib.sha256(canonical_json(arguments).encode()).hexdigest()
-
-
-def event_canonical(*, run_id, tool_call_id, kind, actor_id, actor_label, payload, created_at, prev_hash) -> str:
-    """What an audit event's hash covers: the canonical JSON of these eight fields.
-
-    Anyone holding an export can recompute the hash; verify_audit walks the chain with it.
-    """
-    return canonical_json(
-        {
-            "run": run_id,
-            "tool_call": tool_call_id,
-            "kind": kind,
-            "actor": actor_id,
-            "actor_label": actor_label,
-            "payload": payload,
-            "created_at": created_at.isoformat(),
-            "prev_hash": prev_hash,
-        }
-    )
-
-
-def event_hash(**fields) -> str:
-    return hashlib.sha256(event_canonical(**fields).encode()).hexdigest()
-
-
-def arguments_diff(before: dict | None, after: dict | None) -> list[dict]:
-    """Field by field, what differs between two sets of arguments."""
-    before, after = before or {}, after or {}
-    return [
-        {
-            "name": key,
-            "before": before.get(key),
-            "after": after.get(key),
-            "added": key not in before,
-            "removed": key not in after,
-        }
-        for key in sorted(set(before) | set(after))
-        if before.get(key) != after.get(key) or (key in before) != (key in after)
-    ]
-
-
-def duration_text(delta: timedelta) -> str:
-    """1 h, 90 min, 45 s: how long a deadline was, in the words of a decision's reason."""
-    seconds = int(delta.total_seconds())
-    if seconds >= 3600 and seconds % 3600 == 0:
-        return f"{seconds // 3600} h"
-    if seconds >= 60:
-        return f"{round(seconds / 60)} min"
-    return f"{seconds} s"
+from .hashing import args_hash, event_canonical, sha256_hex
+from .text import arguments_diff, pretty_json
 
 
 class Tier(models.TextChoices):
@@ -232,7 +176,7 @@ class ToolCall(models.Model):
     def pretty_arguments(self) -> str:
         if self.arguments is None:
             return self.raw_arguments
-        return json.dumps(self.arguments, indent=2, ensure_ascii=False, sort_keys=True)
+        return pretty_json(self.arguments)
 
     def time_left(self):
         if self.expires_at is None:
@@ -257,7 +201,7 @@ class ToolCall(models.Model):
 
     @property
     def pretty_review_arguments(self) -> str:
-        return json.dumps(self.review_arguments, indent=2, ensure_ascii=False, sort_keys=True)
+        return pretty_json(self.review_arguments)
 
     @property
     def changes(self) -> list[dict]:
@@ -289,13 +233,13 @@ class ToolCall(models.Model):
     def final_decision(self):
         return self.decisions.filter(final=True).select_related("reviewer").order_by("-id").first()
 
-    def round_approvals(self) -> list["Decision"]:
-        """Approvals in this review round of exactly the arguments now under review."""
+    def round_approvals(self, arguments_hash: str | None = None) -> list["Decision"]:
+        """Approvals in this review round of exactly these arguments (by default, those now under review)."""
         return list(
             self.decisions.filter(
                 round=self.review_round,
-                verdict__in=(Decision.Verdict.APPROVE, Decision.Verdict.EDIT),
-                arguments_hash=self.review_hash,
+                verdict__in=Decision.APPROVING,
+                arguments_hash=arguments_hash or self.review_hash,
             ).select_related("reviewer")
         )
 
@@ -306,6 +250,8 @@ class Decision(models.Model):
         EDIT = "edit", "Edited and approved"
         REJECT = "reject", "Rejected"
         EXPIRE = "expire", "Expired"
+
+    APPROVING = (Verdict.APPROVE, Verdict.EDIT)
 
     tool_call = models.ForeignKey(ToolCall, on_delete=models.PROTECT, related_name="decisions")
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT)
@@ -560,7 +506,7 @@ class AuditEvent(models.Model):
         return event_canonical(**{name: getattr(self, name) for name in HASHED_FIELDS})
 
     def compute_hash(self) -> str:
-        return hashlib.sha256(self.canonical().encode()).hexdigest()
+        return sha256_hex(self.canonical())
 
     @property
     def hash_matches(self) -> bool:

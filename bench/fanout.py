@@ -144,7 +144,7 @@ class Proposer:
 
         self.services = services
         self.run = Run.objects.create(agent="support", request="Benchmark", requested_by=requester)
-        services.message_append(self.run, role=Message.Role.USER, content="Benchmark")
+        services.message_append(run=self.run, role=Message.Role.USER, content="Benchmark")
         self.sequence = 0
 
     def propose(self) -> tuple[int, float]:

@@ -21,10 +21,26 @@ def call_url(call: ToolCall) -> str:
     return reverse("approvals:call", args=[call.pk])
 
 
-def post(client, call: ToolCall, action: str, **data):
-    """What the call panel's forms post: the action and the hash of the arguments shown."""
+ACTION_URLS = {
+    "approve": "approvals:call_approve",
+    "edit": "approvals:call_edit",
+    "preview_edit": "approvals:call_changes",
+    "reject": "approvals:call_reject",
+    "respond": "approvals:call_respond",
+    "claim": "approvals:call_claim",
+    "release": "approvals:call_release",
+}
+
+
+def action_url(call: ToolCall, action: str) -> str:
+    return reverse(ACTION_URLS[action], args=[call.pk])
+
+
+def post(client, call: ToolCall, action: str, *, htmx: bool = False, **data):
+    """What the call panel's forms post: to the action's URL, with the hash of the arguments shown."""
     data.setdefault("arguments_hash", call.review_hash)
-    return client.post(call_url(call), {"action": action, **data})
+    headers = {"HX-Request": "true"} if htmx else {}
+    return client.post(action_url(call, action), data, headers=headers)
 
 
 def advance(call: ToolCall) -> ToolCall:

@@ -146,8 +146,8 @@ def test_every_step_of_a_reviewed_call_is_an_event_with_what_was_shown_and_what_
     client.force_login(reviewer)
     # A forged reviewer in the form changes nothing: the session says who decides.
     client.post(
-        reverse("approvals:call", args=[call.pk]),
-        {"action": "approve", "arguments_hash": call.arguments_hash, "reviewer": reviewer2.pk, "actor": "bob"},
+        reverse("approvals:call_approve", args=[call.pk]),
+        {"arguments_hash": call.arguments_hash, "reviewer": reviewer2.pk, "actor": "bob"},
     )
     loop.advance(run.pk)
     call.refresh_from_db()

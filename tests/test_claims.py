@@ -9,7 +9,7 @@ from django.utils import timezone
 from approvals import services
 from approvals.models import AuditEvent, ToolCall
 
-from .reviewing import call_url, pending_call, post
+from .reviewing import action_url, call_url, pending_call, post
 
 pytestmark = pytest.mark.django_db
 
@@ -22,12 +22,12 @@ def call(make_run):
 def test_opening_a_call_page_claims_it_on_load(call, client, reviewer):
     client.force_login(reviewer)
     html = client.get(call_url(call)).content.decode()
-    assert 'hx-trigger="load"' in html and 'name="action" value="claim"' in html
+    assert 'hx-trigger="load"' in html and f'hx-post="{action_url(call, "claim")}"' in html
 
 
 def test_a_claimed_call_shows_who_is_reviewing_it_to_the_others(call, client, reviewer, reviewer2):
     client.force_login(reviewer)
-    response = client.post(call_url(call), {"action": "claim"}, headers={"HX-Request": "true"})
+    response = post(client, call, "claim", htmx=True)
     assert "You are reviewing this" in response.content.decode()
     call.refresh_from_db()
     assert call.current_reviewer == reviewer
@@ -63,9 +63,9 @@ def test_a_claim_lapses_after_a_few_minutes(call, reviewer, reviewer2):
 
 def test_a_claim_can_be_released(call, client, reviewer):
     client.force_login(reviewer)
-    client.post(call_url(call), {"action": "claim"})
-    response = client.post(call_url(call), {"action": "release"}, headers={"HX-Request": "true"})
-    assert 'value="claim"' in response.content.decode()
+    post(client, call, "claim")
+    response = post(client, call, "release", htmx=True)
+    assert '/claim/"' in response.content.decode()
     call.refresh_from_db()
     assert call.reviewing_by is None
     assert AuditEvent.objects.filter(tool_call=call, kind="review_released").exists()
@@ -73,7 +73,7 @@ def test_a_claim_can_be_released(call, client, reviewer):
 
 def test_only_someone_who_may_decide_can_claim(call, client, requester):
     client.force_login(requester)
-    response = client.post(call_url(call), {"action": "claim"}, headers={"HX-Request": "true"})
+    response = post(client, call, "claim", htmx=True)
     assert response.status_code == 403
     call.refresh_from_db()
     assert call.reviewing_by is None

@@ -4,8 +4,11 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from approvals import services
 from approvals.models import AuditEvent, Decision, ToolCall
 from tests import support
+
+from .reviewing import action_url, post
 
 pytestmark = pytest.mark.django_db
 
@@ -14,12 +17,6 @@ pytestmark = pytest.mark.django_db
 def refund_call(make_run):
     run = make_run("Order A-1001 arrived broken. Please refund $490.")
     return run.tool_calls.get()
-
-
-def post(client, call, htmx=False, **data):
-    data.setdefault("arguments_hash", call.arguments_hash)
-    headers = {"HX-Request": "true"} if htmx else {}
-    return client.post(reverse("approvals:call", args=[call.pk]), data, headers=headers)
 
 
 def test_the_queue_shows_each_pending_call_with_everything_needed(client, reviewer, refund_call):
@@ -180,11 +177,19 @@ def test_every_post_needs_the_csrf_token(reviewer, refund_call):
     assert not Decision.objects.exists()
 
 
-def test_an_unknown_action_is_a_clear_error(client, reviewer, refund_call):
+def test_an_unknown_verdict_is_a_clear_error(reviewer, refund_call):
+    with pytest.raises(services.DecisionError, match="Unknown decision 'launch'"):
+        services.toolcall_decide(
+            call_id=refund_call.pk, reviewer=reviewer, verdict="launch", shown_hash=refund_call.review_hash
+        )
+    assert not Decision.objects.exists()
+
+
+def test_a_decision_is_never_made_by_a_get(client, reviewer, refund_call):
     client.force_login(reviewer)
-    response = post(client, refund_call, htmx=True, action="launch")
-    assert response.status_code == 400
-    assert "Choose approve, edit or reject." in response.content.decode()
+    for action in ("approve", "edit", "reject", "respond", "claim", "release", "preview_edit"):
+        assert client.get(action_url(refund_call, action)).status_code == 405
+    assert not Decision.objects.exists()
 
 
 def test_the_reviewer_comes_from_the_session_not_the_form(client, reviewer, reviewer2, refund_call):
@@ -236,13 +241,13 @@ def test_the_run_page_shows_the_transcript_and_calls_and_offers_retry_when_faile
     client.force_login(reviewer)
     page = client.get(reverse("approvals:run", args=[run.pk])).content.decode()
     assert "failed after 3 attempts" in page
-    assert 'value="retry"' in page
+    assert '/retry/"' in page
     assert "Look up order A-1001." in page
 
 
 def test_cancelling_a_waiting_run_takes_its_calls_out_of_the_queue(client, reviewer, refund_call):
     client.force_login(reviewer)
-    client.post(reverse("approvals:run_action", args=[refund_call.run_id]), {"action": "cancel"})
+    client.post(reverse("approvals:run_cancel", args=[refund_call.run_id]))
     refund_call.refresh_from_db()
     assert refund_call.status == ToolCall.Status.CANCELLED
     assert refund_call.run.status == "cancelled"

@@ -4,6 +4,7 @@ shown against the model's arguments, and explained to the model afterwards."""
 import json
 
 import pytest
+from django.urls import reverse
 
 from agents.models import Refund
 from approvals.models import Decision, ToolCall
@@ -98,9 +99,8 @@ def test_an_edit_cannot_change_the_tool(client, call, model):
     response = post(client, call, "edit", arguments_json=json.dumps({"name": "delete_customer", "customer_id": 1}))
     assert response.status_code == 400
     response = client.post(
-        call_url(call),
+        reverse("approvals:call_edit", args=[call.pk]),
         {
-            "action": "edit",
             "arguments_hash": call.review_hash,
             "tool_name": "delete_customer",
             "arg_order_id": "A-1001",

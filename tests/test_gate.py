@@ -15,14 +15,14 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def run(shop, requester):
     run = Run.objects.create(agent="support", request="Help the customer.", requested_by=requester)
-    services.message_append(run, role=Message.Role.USER, content=run.request)
+    services.message_append(run=run, role=Message.Role.USER, content=run.request)
     return run
 
 
 def gate(run, name, arguments):
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
     services.step_record(
-        run, content="I'll do it.", calls=[ProposedCall(call_id="call_1", name=name, raw_arguments=raw)]
+        run=run, content="I'll do it.", calls=[ProposedCall(call_id="call_1", name=name, raw_arguments=raw)]
     )
     return ToolCall.objects.get(run=run, call_id="call_1")
 

@@ -31,13 +31,13 @@ async def _close_connections():
 @pytest.fixture
 def run(shop, requester):
     run = Run.objects.create(agent="support", request="Help the customer.", requested_by=requester)
-    services.message_append(run, role=Message.Role.USER, content=run.request)
+    services.message_append(run=run, role=Message.Role.USER, content=run.request)
     return run
 
 
 @sync_to_async
 def propose(run, name, arguments, call_id):
-    services.step_record(run, content="I'll do it.", calls=[ProposedCall(call_id, name, json.dumps(arguments))])
+    services.step_record(run=run, content="I'll do it.", calls=[ProposedCall(call_id, name, json.dumps(arguments))])
     return ToolCall.objects.get(run=run, call_id=call_id)
 
 
@@ -99,7 +99,7 @@ async def test_a_reviewer_receives_a_call_when_it_is_proposed(run, reviewer):
     assert message["type"] == "call" and message["id"] == call.pk
     assert message["pending"] is True and message["can_decide"] is True
     assert message["count"] == 1
-    assert f'id="call-{call.pk}"' in message["html"] and 'value="approve"' in message["html"]
+    assert f'id="call-{call.pk}"' in message["html"] and '/approve/"' in message["html"]
     assert "Refund $45.00" in message["description"]
     await alice.disconnect()
 
@@ -116,7 +116,7 @@ async def test_every_reviewer_receives_the_outcome_when_a_call_is_decided(run, r
         assert (message["id"], message["pending"], message["count"]) == (call.pk, False, 0)
         assert message["outcome"] == "Approved by bob" and message["mine"] is mine
         assert "Approved by <strong>bob</strong>" in message["html"]
-        assert 'value="approve"' not in message["html"]
+        assert '/approve/"' not in message["html"]
         await communicator.disconnect()
 
 
@@ -181,7 +181,7 @@ async def test_after_the_first_of_two_approvals_each_reviewer_sees_where_they_st
     mine, theirs = await alice.receive_json_from(timeout=3), await bob.receive_json_from(timeout=3)
     assert mine["pending"] is theirs["pending"] is True
     assert mine["can_decide"] is False and "You already approved this call" in mine["html"]
-    assert theirs["can_decide"] is True and 'value="approve"' in theirs["html"]
+    assert theirs["can_decide"] is True and '/approve/"' in theirs["html"]
     assert "1 of 2 approvals: alice" in theirs["html"]
     await alice.disconnect()
     await bob.disconnect()
@@ -194,7 +194,7 @@ async def test_the_requester_receives_its_runs_call_without_the_buttons(run, req
 
     message = await rita.receive_json_from(timeout=3)
     assert message["can_decide"] is False
-    assert "You requested this run" in message["html"] and 'value="approve"' not in message["html"]
+    assert "You requested this run" in message["html"] and '/approve/"' not in message["html"]
     await rita.disconnect()
 
 

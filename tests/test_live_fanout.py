@@ -16,8 +16,10 @@ REFUND = {"order_id": "A-1001", "amount": 45, "reason": "Item arrived damaged"}
 @pytest.fixture
 def call(shop, requester):
     run = Run.objects.create(agent="support", request="Help the customer.", requested_by=requester)
-    services.message_append(run, role=Message.Role.USER, content=run.request)
-    services.step_record(run, content="I'll do it.", calls=[ProposedCall("call_1", "issue_refund", json.dumps(REFUND))])
+    services.message_append(run=run, role=Message.Role.USER, content=run.request)
+    services.step_record(
+        run=run, content="I'll do it.", calls=[ProposedCall("call_1", "issue_refund", json.dumps(REFUND))]
+    )
     return ToolCall.objects.get(run=run)
 
 

@@ -52,7 +52,7 @@ def two_servers(require_postgres, redis_layer):
 @pytest.fixture
 def run(shop, requester):
     run = Run.objects.create(agent="support", request="Help the customer.", requested_by=requester)
-    services.message_append(run, role=Message.Role.USER, content=run.request)
+    services.message_append(run=run, role=Message.Role.USER, content=run.request)
     return run
 
 
@@ -62,7 +62,7 @@ def test_two_asgi_processes_both_deliver_every_push_after_an_idle_gap(two_server
         time.sleep(IDLE_SECONDS)
 
         services.step_record(
-            run,
+            run=run,
             content="I'll refund.",
             calls=[
                 ProposedCall(

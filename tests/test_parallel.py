@@ -63,9 +63,8 @@ def test_approve_selected_records_one_decision_per_call(step, client, reviewer):
     run, (first, second, email) = step
     client.force_login(reviewer)
     response = client.post(
-        reverse("approvals:queue"),
+        reverse("approvals:approve_selected"),
         {
-            "action": "approve_selected",
             "calls": [f"{first.pk}:{first.arguments_hash}", f"{email.pk}:{email.arguments_hash}"],
         },
         follow=True,
@@ -86,9 +85,8 @@ def test_approve_selected_refuses_each_call_it_may_not_approve_and_says_why(step
     run, (first, second, email) = step
     client.force_login(reviewer)
     response = client.post(
-        reverse("approvals:queue"),
+        reverse("approvals:approve_selected"),
         {
-            "action": "approve_selected",
             "calls": [f"{first.pk}:{second.arguments_hash}", f"{second.pk}:{second.arguments_hash}"],
         },
         follow=True,
@@ -98,8 +96,8 @@ def test_approve_selected_refuses_each_call_it_may_not_approve_and_says_why(step
     assert f"Approved 1 call: #{second.pk}" in html
     client.force_login(requester)
     html = client.post(
-        reverse("approvals:queue"),
-        {"action": "approve_selected", "calls": [f"{email.pk}:{email.arguments_hash}"]},
+        reverse("approvals:approve_selected"),
+        {"calls": [f"{email.pk}:{email.arguments_hash}"]},
         follow=True,
     ).content.decode()
     assert "You requested this run, so you cannot decide its calls." in html

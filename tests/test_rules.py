@@ -129,9 +129,9 @@ def test_a_policy_change_that_names_a_group_returns_the_call_to_that_group(make_
 def test_a_call_that_policy_let_run_is_held_if_policy_changed_before_it_ran(make_run, monkeypatch):
     original = services.toolcall_execute
 
-    def tighten_then_execute(call):
+    def tighten_then_execute(*, call):
         rule(name="review everything", operator="any", outcome="review", order=1)
-        return original(call)
+        return original(call=call)
 
     monkeypatch.setattr(services, "toolcall_execute", tighten_then_execute)
     run = make_run("Order A-1001 arrived broken. Please refund $15.")

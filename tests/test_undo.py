@@ -11,16 +11,14 @@ def test_a_reviewer_undoes_a_reversible_call_from_the_run_page(client, make_run,
     run = make_run("Cancel order A-1004, the customer changed their mind.")
     note_call = run.tool_calls.get(tool_name="add_order_note")
     client.force_login(reviewer)
-    assert 'value="undo"' in client.get(reverse("approvals:run", args=[run.pk])).content.decode()
+    assert '/undo/"' in client.get(reverse("approvals:run", args=[run.pk])).content.decode()
 
-    client.post(reverse("approvals:run_action", args=[run.pk]), {"action": "undo", "call": note_call.pk})
+    client.post(reverse("approvals:call_undo", args=[run.pk, note_call.pk]))
 
     assert OrderNote.objects.get().removed is True
     assert ToolCall.objects.get(pk=note_call.pk).status == ToolCall.Status.UNDONE
     assert AuditEvent.objects.get(kind="undone").actor == reviewer
-    response = client.post(
-        reverse("approvals:run_action", args=[run.pk]), {"action": "undo", "call": note_call.pk}, follow=True
-    )
+    response = client.post(reverse("approvals:call_undo", args=[run.pk, note_call.pk]), follow=True)
     assert "Only executed calls can be undone" in response.content.decode()
 
 
@@ -28,8 +26,6 @@ def test_a_call_that_is_not_reversible_cannot_be_undone(client, make_run, review
     run = make_run("Look up order A-1001.")
     call = run.tool_calls.get()
     client.force_login(reviewer)
-    response = client.post(
-        reverse("approvals:run_action", args=[run.pk]), {"action": "undo", "call": call.pk}, follow=True
-    )
+    response = client.post(reverse("approvals:call_undo", args=[run.pk, call.pk]), follow=True)
     assert "Only reversible tools can be undone." in response.content.decode()
     assert ToolCall.objects.get(pk=call.pk).status == ToolCall.Status.EXECUTED

@@ -90,7 +90,7 @@ def test_a_call_left_executing_by_a_dead_worker_is_finished_once(make_run, revie
     run = make_run("Order A-1002 arrived broken. Please refund $35.")
     call = pending_refund(run)
     services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
-    assert services.toolcall_claim(call)
+    assert services.toolcall_claim(call=call)
     Refund.objects.create(
         order=Order.objects.get(number="A-1002"), amount=35, reason="x", idempotency_key=call.idempotency_key
     )
@@ -109,7 +109,7 @@ def test_a_claimed_call_is_not_executed_by_a_second_worker(make_run, reviewer, d
     run = make_run("Order A-1002 arrived broken. Please refund $35.")
     call = pending_refund(run)
     services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
-    assert services.toolcall_claim(call) is True
-    assert services.toolcall_claim(call) is False
-    assert services.toolcall_execute(call) is False
+    assert services.toolcall_claim(call=call) is True
+    assert services.toolcall_claim(call=call) is False
+    assert services.toolcall_execute(call=call) is False
     assert Refund.objects.count() == 0

@@ -1,9 +1,11 @@
-import json
 import unicodedata
 
 from django import template
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
+
+from approvals import text
+from approvals.text import duration_text
 
 register = template.Library()
 
@@ -29,24 +31,24 @@ def reveal(value) -> str:
 
 
 @register.filter
-def duration(delta) -> str:
+def time_left(delta) -> str:
+    """A countdown: "no limit", "expired", "59 min"."""
     if delta is None:
         return "no limit"
-    seconds = int(delta.total_seconds())
-    if seconds <= 0:
+    if delta.total_seconds() <= 0:
         return "expired"
-    hours, rest = divmod(seconds, 3600)
-    minutes = rest // 60
-    if hours:
-        return f"{hours} h {minutes} min"
-    if minutes:
-        return f"{minutes} min"
-    return f"{seconds} s"
+    return duration_text(delta, coarse=True)
+
+
+@register.filter
+def elapsed(delta) -> str:
+    """A time taken: "0.8 s", "3 min 5 s", or a dash when there is none."""
+    return "—" if delta is None else duration_text(delta)
 
 
 @register.filter
 def pretty_json(value) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+    return text.pretty_json(value)
 
 
 @register.filter

@@ -69,7 +69,7 @@
     switch (event.key) {
       case "j": move(1); break;
       case "k": move(-1); break;
-      case "a": press(current(), 'button[value="approve"]'); break;
+      case "a": press(current(), 'button[data-key="a"]'); break;
       case "e": press(current(), '[data-key="e"]'); break;
       case "r":
         card = current();

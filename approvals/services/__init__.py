@@ -1,0 +1,71 @@
+"""Everything that writes the record, one module per step of the flow:
+
+- runs: a run's life (started, a turn claimed, failed, completed, retried, cancelled)
+- transcript: appending rows; each tool call's output given to the model once
+- gate: every proposed tool call refused, run at once, or held for a person
+- decisions: approve, edit, reject, respond — one transaction each
+- claims: "being reviewed by X"
+- deadlines: warn, escalate, expire
+- execution: an approved call run exactly once, exactly as approved
+- undo, previews (dry run, an edit's changes), shadow rules, errors
+
+Callers import from here: `from approvals import services; services.toolcall_decide(...)`.
+"""
+
+from .claims import toolcall_review_release, toolcall_review_start
+from .deadlines import deadlines_apply, expire_overdue, toolcall_expire, toolcall_warn
+from .decisions import tool_for, toolcall_approve_many, toolcall_decide, toolcall_respond
+from .errors import AlreadyDecided, DecisionError, EditInvalid, NotAllowed, StaleView, UndoError
+from .execution import toolcall_claim, toolcall_execute
+from .gate import ProposedCall, step_record
+from .previews import toolcall_edit_changes, toolcall_preview
+from .runs import (
+    request_resume,
+    run_begin_turn,
+    run_cancel,
+    run_complete,
+    run_create,
+    run_fail,
+    run_resumed,
+    run_retry,
+    run_set_status,
+)
+from .transcript import message_append, step_is_answered
+from .undo import toolcall_undo
+
+__all__ = [
+    "AlreadyDecided",
+    "DecisionError",
+    "EditInvalid",
+    "NotAllowed",
+    "ProposedCall",
+    "StaleView",
+    "UndoError",
+    "deadlines_apply",
+    "expire_overdue",
+    "message_append",
+    "request_resume",
+    "run_begin_turn",
+    "run_cancel",
+    "run_complete",
+    "run_create",
+    "run_fail",
+    "run_resumed",
+    "run_retry",
+    "run_set_status",
+    "step_is_answered",
+    "step_record",
+    "tool_for",
+    "toolcall_approve_many",
+    "toolcall_claim",
+    "toolcall_decide",
+    "toolcall_edit_changes",
+    "toolcall_execute",
+    "toolcall_expire",
+    "toolcall_preview",
+    "toolcall_respond",
+    "toolcall_review_release",
+    "toolcall_review_start",
+    "toolcall_undo",
+    "toolcall_warn",
+]

@@ -1,0 +1,50 @@
+"""Claims: "being reviewed by X" for a few minutes. A hint for other reviewers, never a lock."""
+
+from datetime import timedelta
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from .. import audit, live
+from ..access import can_decide
+from ..models import ToolCall
+from .errors import NotAllowed
+
+REVIEW_CLAIM = timedelta(minutes=5)
+
+
+def toolcall_review_start(*, call_id: int, reviewer: AbstractBaseUser) -> bool:
+    """Mark a pending call as being reviewed by this reviewer for a few minutes.
+
+    Anyone allowed may still decide. Someone else's live claim is left alone.
+    Returns whether the reviewer holds the claim.
+    """
+    call = ToolCall.objects.select_related("run").get(pk=call_id)
+    allowed, why = can_decide(reviewer, call)
+    if not allowed or not call.is_pending:
+        raise NotAllowed(why or "This call is no longer waiting for review.")
+    now = timezone.now()
+    until = now + REVIEW_CLAIM
+    pending = ToolCall.objects.filter(pk=call_id, status=ToolCall.Status.PENDING)
+    if pending.filter(reviewing_by=reviewer, reviewing_until__gt=now).update(reviewing_until=until):
+        return True
+    with transaction.atomic():
+        free = Q(reviewing_by__isnull=True) | Q(reviewing_until__isnull=True) | Q(reviewing_until__lte=now)
+        if not pending.filter(free).update(reviewing_by=reviewer, reviewing_until=until):
+            return False
+        audit.record(audit.AuditEvent.Kind.REVIEW_CLAIMED, tool_call=call, actor=reviewer, payload={"until": until})
+        live.call_changed(call.pk)
+    return True
+
+
+def toolcall_review_release(*, call_id: int, reviewer: AbstractBaseUser) -> bool:
+    with transaction.atomic():
+        mine = ToolCall.objects.filter(pk=call_id, reviewing_by=reviewer)
+        if not mine.update(reviewing_by=None, reviewing_until=None):
+            return False
+        call = ToolCall.objects.select_related("run").get(pk=call_id)
+        audit.record(audit.AuditEvent.Kind.REVIEW_RELEASED, tool_call=call, actor=reviewer)
+        live.call_changed(call_id)
+    return True

@@ -1,0 +1,46 @@
+"""What a reviewer's action can run into; each carries the HTTP status a view answers with."""
+
+from django.utils import timezone
+
+from ..models import Decision, ToolCall
+
+
+class DecisionError(Exception):
+    status = 400
+
+
+class AlreadyDecided(DecisionError):
+    status = 409
+
+    def __init__(self, call: ToolCall, decision: Decision | None):
+        self.call = call
+        self.decision = decision
+        if decision is not None:
+            when = timezone.localtime(decision.created_at).strftime("%Y-%m-%d %H:%M:%S %Z")
+            verdict = decision.get_verdict_display().lower()
+            super().__init__(f"Already {verdict} by {decision.reviewer_label} at {when}.")
+        else:
+            status = call.get_status_display().lower()
+            super().__init__(f"This call is no longer waiting for review (it is {status}).")
+
+
+class NotAllowed(DecisionError):
+    status = 403
+
+
+class StaleView(DecisionError):
+    status = 409
+
+
+class EditInvalid(DecisionError):
+    """Field by field: {"amount": ["Must be at least 0."]}. "__all__" holds what belongs to no field."""
+
+    status = 400
+
+    def __init__(self, errors: dict[str, list[str]]):
+        self.errors = errors
+        super().__init__("The edited arguments are not valid.")
+
+
+class UndoError(DecisionError):
+    pass

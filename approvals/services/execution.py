@@ -1,0 +1,188 @@
+"""Running an approved call exactly once, exactly as approved, and recording what happened."""
+
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from .. import audit, live, policy
+from ..hashing import args_hash
+from ..models import ToolCall, ToolSetting
+from ..text import edit_summary
+from ..tools import ArgumentsInvalid, Tool, ToolContext, ToolError, registry
+from .deadlines import set_deadline
+from .decisions import counted_approvals, effective_group
+from .transcript import record_output
+
+log = logging.getLogger(__name__)
+
+CLAIM_LEASE = timedelta(minutes=10)
+
+
+def toolcall_claim(*, call: ToolCall) -> bool:
+    """Take an approved call for execution. Exactly one worker wins.
+
+    A call left executing by a worker that died is taken again after the lease;
+    the tool's idempotency key makes that second attempt harmless.
+    """
+    now = timezone.now()
+    fresh = ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED)
+    abandoned = ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.EXECUTING, claimed_at__lt=now - CLAIM_LEASE)
+    won = fresh.update(status=ToolCall.Status.EXECUTING, claimed_at=now) or abandoned.update(claimed_at=now)
+    return bool(won)
+
+
+@dataclass(frozen=True)
+class Return:
+    """Why an approved call goes back to the queue instead of running."""
+
+    reason: str
+    new_round: bool = True  # everyone reviews again; False keeps the approvals so far
+    facts: dict | None = None
+    changes: dict = field(default_factory=dict)
+    outcome: policy.PolicyOutcome | None = None
+
+
+def _policy_still_allows(call: ToolCall, tool: Tool, arguments: dict) -> Return | None:
+    outcome = policy.evaluate(tool, arguments)
+    if outcome.action == policy.FORBID:
+        return Return(f"Policy now forbids this call ({outcome.reason}); it can only be rejected.", outcome=outcome)
+    if outcome.action != policy.REVIEW:
+        return None
+    group_id = effective_group(call, outcome)
+    have = len(counted_approvals(call, args_hash(arguments), group_id))
+    if have >= outcome.required_approvals:
+        return None
+    who = f" from the group “{outcome.group_name}”" if outcome.group_id and group_id == outcome.group_id else ""
+    return Return(
+        f"Policy changed while the call waited ({outcome.reason}): it needs "
+        f"{outcome.required_approvals} approval(s){who} and has {have}.",
+        new_round=False,
+        outcome=outcome,
+    )
+
+
+def _facts_still_hold(call: ToolCall, tool: Tool, args) -> Return | None:
+    try:
+        fresh = tool.fetch_facts(args)
+    except Exception as exc:
+        return Return(
+            f"The facts could not be fetched again ({exc}).", facts={"error": f"facts could not be fetched: {exc}"}
+        )
+    seen = call.facts or {}
+    changes = {
+        name: {"before": seen.get(name), "after": fresh.get(name)}
+        for name in tool.material_facts
+        if seen.get(name) != fresh.get(name)
+    }
+    if not changes:
+        return None
+    listed = "; ".join(f"{name.replace('_', ' ')}: {c['before']} → {c['after']}" for name, c in changes.items())
+    return Return(f"The facts changed since the call was reviewed ({listed}).", facts=fresh, changes=changes)
+
+
+def _returned_fields(call: ToolCall, back: Return) -> dict:
+    set_deadline(call=call, setting=ToolSetting.for_tool(call.tool_name), now=timezone.now())
+    fields = {
+        "status": ToolCall.Status.PENDING,
+        "claimed_at": None,
+        "returned_reason": back.reason,
+        "changed_facts": back.changes,
+        "expires_at": call.expires_at,
+        "warn_at": call.warn_at,
+        "warned_at": None,
+        "reviewing_by": None,
+        "reviewing_until": None,
+    }
+    if back.facts is not None:
+        fields["facts"] = back.facts
+    if back.outcome is not None and back.outcome.action == policy.REVIEW:
+        fields["required_approvals"] = back.outcome.required_approvals
+        fields["review_group_id"] = effective_group(call, back.outcome)
+        fields["policy"] = back.outcome.as_dict()
+    if back.new_round:
+        fields["review_round"] = call.review_round + 1
+    return fields
+
+
+@transaction.atomic
+def _return_to_queue(call: ToolCall, back: Return) -> None:
+    fields = _returned_fields(call, back)
+    if not ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.EXECUTING).update(**fields):
+        return
+    if not back.new_round:
+        # The approvals stand, but the last one no longer settled the call.
+        call.decisions.filter(round=call.review_round, final=True).update(final=False)
+    payload = {"reason": back.reason, "changes": back.changes, "round": fields.get("review_round", call.review_round)}
+    audit.record(audit.AuditEvent.Kind.RETURNED, tool_call=call, payload=payload)
+    live.call_changed(call.pk)
+
+
+def toolcall_execute(*, call: ToolCall) -> bool:
+    """Run an approved call exactly as approved, and record what happened.
+
+    Just before running, policy is evaluated again and the facts are fetched
+    again: a call that policy now forbids or wants more approvals for, or whose
+    material facts changed, does not run and goes back to the queue.
+    """
+    retake = call.status == ToolCall.Status.EXECUTING
+    if not toolcall_claim(call=call):
+        return False
+    call.refresh_from_db()
+    tool, arguments = registry.get(call.tool_name), call.approved_arguments
+    decision = call.final_decision()
+    # What runs must be what was approved: same tool, same argument hash.
+    expected_hash = decision.arguments_hash if decision else call.arguments_hash
+    if tool is None or arguments is None or args_hash(arguments) != expected_hash:
+        return _finish(call, ToolCall.Status.FAILED, "Error: the approved call could not be matched; nothing was run.")
+    try:
+        args = tool.parse(arguments)
+    except ArgumentsInvalid as exc:
+        return _finish(
+            call, ToolCall.Status.FAILED, f"Error: the approved arguments are no longer valid: {exc.message()}"
+        )
+    if not retake:  # a retaken call passed these checks before its worker died
+        back = _policy_still_allows(call, tool, arguments) or _facts_still_hold(call, tool, args)
+        if back is not None:
+            _return_to_queue(call, back)
+            return False
+    status, output = _run_tool(call, tool, args)
+    if call.arguments is not None and arguments != call.arguments:
+        output = f"{edit_summary(call.arguments, arguments)}\nResult: {output}"
+    return _finish(call, status, output)
+
+
+def _run_tool(call: ToolCall, tool: Tool, args) -> tuple[str, str]:
+    run = call.run
+    payload = {
+        "arguments": call.approved_arguments,
+        "arguments_hash": args_hash(call.approved_arguments),
+        "idempotency_key": call.idempotency_key,
+        "dry_run": run.dry_run,
+    }
+    audit.record(audit.AuditEvent.Kind.EXECUTING, tool_call=call, payload=payload)
+    try:
+        return ToolCall.Status.EXECUTED, tool.run(args, ToolContext(call.idempotency_key, run.pk, run.dry_run))
+    except ToolError as exc:
+        return ToolCall.Status.FAILED, f"Error: {exc}"
+    except Exception as exc:
+        log.exception("tool %s failed", call.tool_name)
+        return ToolCall.Status.FAILED, f"Error: {call.tool_name} failed: {exc}"
+
+
+@transaction.atomic
+def _finish(call: ToolCall, status: str, output: str) -> bool:
+    ToolCall.objects.filter(pk=call.pk).update(status=status, executed_at=timezone.now())
+    kind = audit.AuditEvent.Kind.EXECUTED if status == ToolCall.Status.EXECUTED else audit.AuditEvent.Kind.FAILED
+    payload = {
+        "arguments": call.approved_arguments,
+        "idempotency_key": call.idempotency_key,
+        "output": output,
+        "dry_run": call.run.dry_run,
+    }
+    audit.record(kind, tool_call=call, payload=payload)
+    record_output(call=call, output=output)
+    live.call_changed(call.pk)
+    return True

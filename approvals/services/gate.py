@@ -1,0 +1,159 @@
+"""The gate: every tool call the model proposes is refused, run at once, or held for a person.
+
+Fails closed: an unknown tool, arguments that fail the schema, a draft check that
+fails or raises, a policy that forbids — refused with a clear output the model
+reads; facts that cannot be fetched — held for review, never run.
+"""
+
+from dataclasses import dataclass, replace
+
+from django.db import transaction
+from django.utils import timezone
+
+from .. import audit, live, policy
+from ..hashing import args_hash
+from ..models import Message, Run, Tier, ToolCall, ToolSetting
+from ..tools import ArgumentsInvalid, Tool, registry
+from .deadlines import set_deadline
+from .shadow import shadow_record
+from .transcript import message_append, record_output
+
+
+@dataclass(frozen=True)
+class ProposedCall:
+    """One tool call as the model sent it: id, name, and the raw JSON argument string."""
+
+    call_id: str
+    name: str
+    raw_arguments: str
+
+
+class _Refused(Exception):
+    def __init__(self, status: str, kind: str, output: str):
+        self.status, self.kind, self.output = status, kind, output
+
+
+@transaction.atomic
+def step_record(*, run: Run, content: str, calls: list[ProposedCall]) -> Message:
+    """Store the assistant's message and put each of its tool calls through the gate."""
+    Run.objects.filter(pk=run.pk).update(thinking=False, updated_at=timezone.now())
+    message = message_append(
+        run=run,
+        role=Message.Role.ASSISTANT,
+        content=content,
+        tool_calls=[
+            {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.raw_arguments}}
+            for c in calls
+        ],
+    )
+    for proposed in calls:
+        _gate(run, message, proposed)
+    return message
+
+
+def _gate(run: Run, message: Message, proposed: ProposedCall) -> ToolCall:
+    call = ToolCall(
+        run=run,
+        message=message,
+        call_id=proposed.call_id,
+        tool_name=proposed.name,
+        raw_arguments=proposed.raw_arguments,
+        reasoning=message.content,
+        user_request=run.request,
+    )
+    try:
+        tool, args = _admit(call)
+        outcome = _decide_policy(call, tool)
+    except _Refused as refused:
+        return _refuse(call, refused)
+    outcome = _describe_or_hold(call, tool, args, outcome)
+    if outcome.action == policy.RUN:
+        call.approved_arguments = call.arguments
+        return _record_proposal(call, tool, ToolCall.Status.APPROVED, audit.AuditEvent.Kind.AUTO_RUN)
+    call.required_approvals = outcome.required_approvals
+    call.review_group_id = outcome.group_id
+    set_deadline(call=call, setting=ToolSetting.for_tool(tool.name), now=timezone.now())
+    extra = {"arguments_hash": call.arguments_hash, "reasoning": call.reasoning, "expires_at": call.expires_at}
+    return _record_proposal(call, tool, ToolCall.Status.PENDING, audit.AuditEvent.Kind.PROPOSED, **extra)
+
+
+def _admit(call: ToolCall):
+    """The tool exists, may be offered, and its arguments pass the schema and the draft check."""
+    tool = registry.get(call.tool_name)
+    if tool is None:
+        known = ", ".join(t.name for t in registry.all() if t.tier != Tier.FORBIDDEN)
+        output = f"Error: there is no tool named {call.tool_name!r}. Available tools: {known}."
+        raise _Refused(ToolCall.Status.INVALID, "invalid", output)
+    call.tier = tool.tier
+    if tool.tier == Tier.FORBIDDEN:
+        raise _Refused(ToolCall.Status.FORBIDDEN, "forbidden", f"Error: {tool.name} is not allowed. Nothing was done.")
+    try:
+        args = tool.parse(call.raw_arguments)
+    except ArgumentsInvalid as exc:
+        output = f"Error: invalid arguments for {tool.name}: {exc.message()}"
+        raise _Refused(ToolCall.Status.INVALID, "invalid", output)
+    call.arguments = args.model_dump(mode="json")
+    call.arguments_hash = args_hash(call.arguments)
+    problem = draft_problem(tool, args)
+    if problem:
+        raise _Refused(ToolCall.Status.INVALID, "invalid", f"Error: {tool.name} was not run: {problem}")
+    return tool, args
+
+
+def draft_problem(tool: Tool, args) -> str:
+    """What the tool's own draft check says is wrong with these arguments ("" when nothing is)."""
+    try:
+        return (tool.check(args) if tool.check else None) or ""
+    except Exception as exc:
+        return f"the draft check could not run ({exc})"
+
+
+def _decide_policy(call: ToolCall, tool: Tool) -> policy.PolicyOutcome:
+    outcome = policy.evaluate(tool, call.arguments)
+    call.policy = outcome.as_dict()
+    if outcome.action == policy.FORBID:
+        output = f"Error: {tool.name} is not allowed here ({outcome.reason}). Nothing was done."
+        raise _Refused(ToolCall.Status.FORBIDDEN, "forbidden", output)
+    return outcome
+
+
+def _describe_or_hold(call: ToolCall, tool: Tool, args, outcome: policy.PolicyOutcome) -> policy.PolicyOutcome:
+    """Our description and the facts, by code. Without trustworthy facts nobody may skip review."""
+    try:
+        call.description = tool.render_description(args)
+        call.facts = tool.fetch_facts(args)
+        return outcome
+    except Exception as exc:
+        call.description = call.description or f"{tool.name} (description unavailable: {exc})"
+        call.facts = {"error": f"facts could not be fetched: {exc}"}
+        held = replace(outcome, action=policy.REVIEW, reason=f"facts could not be fetched ({exc}); held for review")
+        call.policy = held.as_dict()
+        return held
+
+
+def _record_proposal(call: ToolCall, tool: Tool, status: str, kind: str, **extra) -> ToolCall:
+    call.status = status
+    call.save()
+    payload = {
+        "tool": tool.name,
+        "arguments": call.arguments,
+        "description": call.description,
+        "facts": call.facts,
+        "policy": call.policy,
+        "shadow": shadow_record(call=call, tool=tool),
+        **extra,
+    }
+    audit.record(kind, tool_call=call, payload=payload)
+    if status == ToolCall.Status.PENDING:
+        live.call_changed(call.pk)
+    return call
+
+
+def _refuse(call: ToolCall, refused: _Refused) -> ToolCall:
+    call.status = refused.status
+    call.output = refused.output
+    call.save()
+    payload = {"tool": call.tool_name, "raw_arguments": call.raw_arguments, "output": refused.output}
+    audit.record(refused.kind, tool_call=call, payload=payload)
+    record_output(call=call, output=refused.output)
+    return call

@@ -1,0 +1,124 @@
+"""A run's life: started, a model turn claimed, waiting, failed, completed, retried, cancelled."""
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+from django.utils.module_loading import import_string
+
+from .. import audit, live
+from ..models import Message, Run, ToolCall
+from .transcript import message_append
+
+TURN_LEASE = timedelta(minutes=15)
+FINISHED = (Run.Status.COMPLETED, Run.Status.FAILED, Run.Status.CANCELLED)
+
+
+def request_resume(run_id: int) -> None:
+    """Ask whoever advances runs to take this one further, once the transaction commits."""
+    resume = import_string(settings.REVIEWHUB_RESUME)
+    transaction.on_commit(lambda: resume(run_id))
+
+
+@transaction.atomic
+def run_create(
+    *,
+    agent: str,
+    request: str,
+    requested_by: AbstractBaseUser | None = None,
+    system_prompt: str = "",
+    dry_run: bool = False,
+) -> Run:
+    run = Run.objects.create(
+        agent=agent, request=request, requested_by=requested_by, dry_run=dry_run, max_steps=settings.AGENT_MAX_STEPS
+    )
+    if system_prompt:
+        message_append(run=run, role=Message.Role.SYSTEM, content=system_prompt)
+    message_append(run=run, role=Message.Role.USER, content=request)
+    audit.record(
+        audit.AuditEvent.Kind.RUN_STARTED,
+        run=run,
+        actor=requested_by,
+        payload={"agent": agent, "request": request, "dry_run": dry_run},
+    )
+    live.run_changed(run.pk)
+    request_resume(run.pk)
+    return run
+
+
+def run_set_status(*, run: Run, status: str, error: str = "") -> None:
+    fields = {"status": status, "updated_at": timezone.now(), "thinking": False}
+    if status in FINISHED:
+        fields["finished_at"] = timezone.now()
+    if error or status != Run.Status.FAILED:
+        fields["last_error"] = error
+    Run.objects.filter(pk=run.pk).update(**fields)
+    for key, value in fields.items():
+        setattr(run, key, value)
+    live.run_changed(run.pk)
+
+
+def run_begin_turn(*, run: Run) -> bool:
+    """Claim the next model turn. Only one worker wins; returns whether it was this one.
+
+    A turn left "thinking" by a worker that died is taken again after the lease.
+    """
+    idle = Q(thinking=False) | Q(updated_at__lt=timezone.now() - TURN_LEASE)
+    won = Run.objects.filter(idle, pk=run.pk, status__in=Run.ACTIVE, step_count=run.step_count).update(
+        status=Run.Status.RUNNING, step_count=F("step_count") + 1, thinking=True, updated_at=timezone.now()
+    )
+    if won:
+        run.refresh_from_db()
+        live.run_changed(run.pk)
+    return bool(won)
+
+
+def run_resumed(*, run: Run) -> None:
+    audit.record(audit.AuditEvent.Kind.RESUMED, run=run, payload={"step": run.step_count})
+
+
+@transaction.atomic
+def run_fail(*, run: Run, error: str) -> None:
+    run_set_status(run=run, status=Run.Status.FAILED, error=error)
+    audit.record(audit.AuditEvent.Kind.RUN_FAILED, run=run, payload={"error": error})
+
+
+@transaction.atomic
+def run_complete(*, run: Run) -> None:
+    run_set_status(run=run, status=Run.Status.COMPLETED)
+    audit.record(audit.AuditEvent.Kind.COMPLETED, run=run, payload={"steps": run.step_count})
+
+
+@transaction.atomic
+def run_retry(*, run: Run, user: AbstractBaseUser) -> None:
+    """Put a failed run back in the queue from where it stopped."""
+    updated = Run.objects.filter(pk=run.pk, status=Run.Status.FAILED).update(
+        status=Run.Status.QUEUED, thinking=False, finished_at=None, max_steps=F("max_steps") + 1
+    )
+    if updated:
+        audit.record(audit.AuditEvent.Kind.RESUMED, run=run, actor=user, payload={"retry": True})
+        live.run_changed(run.pk)
+        request_resume(run.pk)
+
+
+@transaction.atomic
+def run_cancel(*, run: Run, user: AbstractBaseUser) -> None:
+    # Calls first, then the run: the order a decision locks them in, so the two cannot deadlock.
+    pending = list(
+        ToolCall.objects.select_for_update()
+        .filter(run=run, status=ToolCall.Status.PENDING)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    updated = Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).update(
+        status=Run.Status.CANCELLED, thinking=False, finished_at=timezone.now()
+    )
+    if updated:
+        ToolCall.objects.filter(pk__in=pending).update(status=ToolCall.Status.CANCELLED)
+        for call_id in pending:
+            live.call_changed(call_id)
+        audit.record(audit.AuditEvent.Kind.CANCELLED, run=run, actor=user)
+        live.run_changed(run.pk)

@@ -1,0 +1,54 @@
+"""How values read to people: durations, JSON for display, and what an edit changed."""
+
+import json
+from datetime import timedelta
+
+
+def duration_text(delta: timedelta, *, coarse: bool = False) -> str:
+    """ "0.8 s", "42 s", "3 min 5 s", "1 h", "2 h 10 min".
+
+    `coarse` (a countdown) shows whole seconds, and no seconds once it is a minute or longer.
+    """
+    seconds = delta.total_seconds()
+    if seconds < 10 and seconds != int(seconds) and not coarse:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{int(seconds)} s"
+    minutes, seconds = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    parts = [f"{hours} h"] if hours else []
+    if minutes:
+        parts.append(f"{minutes} min")
+    if seconds and not hours and not coarse:
+        parts.append(f"{seconds} s")
+    return " ".join(parts)
+
+
+def pretty_json(value) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def arguments_diff(before: dict | None, after: dict | None) -> list[dict]:
+    """Field by field, what differs between two sets of arguments."""
+    before, after = before or {}, after or {}
+    return [
+        {
+            "name": key,
+            "before": before.get(key),
+            "after": after.get(key),
+            "added": key not in before,
+            "removed": key not in after,
+        }
+        for key in sorted(set(before) | set(after))
+        if before.get(key) != after.get(key) or (key in before) != (key in after)
+    ]
+
+
+def edit_summary(original: dict, edited: dict) -> str:
+    """A plain statement of what the reviewer changed, for the model."""
+    changes = [f"{c['name']} from {c['before']!r} to {c['after']!r}" for c in arguments_diff(original, edited)]
+    return (
+        "A human reviewer edited this call before it ran: changed "
+        + "; ".join(changes)
+        + ". The call ran with the reviewer's arguments; do not retry the original."
+    )

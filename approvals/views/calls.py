@@ -1,0 +1,133 @@
+"""A call's page and the reviewer's actions on it, one view each."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import trigger_client_event
+
+from .. import services
+from ..access import can_decide
+from ..forms import parse_edit
+from ..models import Decision, ToolCall
+from .panels import edit_values, get_call_for_user, panel_response
+
+
+@login_required
+@require_GET
+def call_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    call = get_call_for_user(request, pk)
+    return panel_response(request, call, editing=request.GET.get("edit") == "1")
+
+
+@login_required
+@require_GET
+def call_preview(request: HttpRequest, pk: int) -> HttpResponse:
+    call = get_call_for_user(request, pk)
+    preview = services.toolcall_preview(call=call)
+    if request.htmx:
+        return render(request, "approvals/partials/preview.html", {"call": call, "preview": preview})
+    return panel_response(request, call, preview=preview)
+
+
+def _decided(request: HttpRequest, call: ToolCall) -> HttpResponse:
+    """After a decision: the panel with its outcome (htmx), or back to the queue."""
+    call.refresh_from_db()
+    if not request.htmx:
+        messages.success(request, f"{call.get_status_display()}: {call.current_description}")
+        return redirect("approvals:queue")
+    return trigger_client_event(panel_response(request, call), "queueChanged")
+
+
+def _decide(request: HttpRequest, pk: int, decide, **kwargs) -> HttpResponse:
+    """Run one decision service for this reviewer on the arguments they were shown."""
+    call = get_call_for_user(request, pk)
+    try:
+        decide(call_id=call.pk, reviewer=request.user, shown_hash=request.POST.get("arguments_hash", ""), **kwargs)
+    except services.DecisionError as exc:
+        call.refresh_from_db()
+        return panel_response(request, call, status=exc.status, error=exc)
+    return _decided(request, call)
+
+
+@login_required
+@require_POST
+def call_approve(request: HttpRequest, pk: int) -> HttpResponse:
+    return _decide(request, pk, services.toolcall_decide, verdict=Decision.Verdict.APPROVE)
+
+
+@login_required
+@require_POST
+def call_reject(request: HttpRequest, pk: int) -> HttpResponse:
+    reason = request.POST.get("reason", "")
+    return _decide(request, pk, services.toolcall_decide, verdict=Decision.Verdict.REJECT, reason=reason)
+
+
+@login_required
+@require_POST
+def call_respond(request: HttpRequest, pk: int) -> HttpResponse:
+    reason, guidance = request.POST.get("reason", ""), request.POST.get("guidance", "")
+    return _decide(request, pk, services.toolcall_respond, reason=reason, guidance=guidance)
+
+
+@login_required
+@require_POST
+def call_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    call = get_call_for_user(request, pk)
+    try:
+        arguments = parse_edit(services.tool_for(call), request.POST)
+        services.toolcall_decide(
+            call_id=call.pk,
+            reviewer=request.user,
+            verdict=Decision.Verdict.EDIT,
+            shown_hash=request.POST.get("arguments_hash", ""),
+            arguments=arguments,
+        )
+    except services.DecisionError as exc:
+        call.refresh_from_db()
+        editing = isinstance(exc, services.EditInvalid)
+        return panel_response(request, call, status=exc.status, error=exc, editing=editing, values=edit_values(request))
+    return _decided(request, call)
+
+
+@login_required
+@require_POST
+def call_changes(request: HttpRequest, pk: int) -> HttpResponse:
+    """Validate an edit and show how it differs from the model's arguments, deciding nothing."""
+    call = get_call_for_user(request, pk)
+    try:
+        diff = services.toolcall_edit_changes(call=call, arguments=parse_edit(services.tool_for(call), request.POST))
+    except services.DecisionError as exc:
+        return panel_response(request, call, status=400, error=exc, editing=True, values=edit_values(request))
+    return panel_response(request, call, editing=True, values=edit_values(request), edit_diff=diff)
+
+
+def _claim_response(request: HttpRequest, call: ToolCall, error: services.DecisionError | None) -> HttpResponse:
+    if not request.htmx:
+        if error is not None:
+            messages.error(request, str(error))
+        return redirect("approvals:call", pk=call.pk)
+    call.refresh_from_db()
+    allowed, _ = can_decide(request.user, call)
+    context = {"call": call, "can_decide": allowed and call.is_pending}
+    return render(request, "approvals/partials/claim.html", context, status=error.status if error else 200)
+
+
+@login_required
+@require_POST
+def call_claim(request: HttpRequest, pk: int) -> HttpResponse:
+    call = get_call_for_user(request, pk)
+    try:
+        services.toolcall_review_start(call_id=call.pk, reviewer=request.user)
+    except services.DecisionError as exc:
+        return _claim_response(request, call, exc)
+    return _claim_response(request, call, None)
+
+
+@login_required
+@require_POST
+def call_release(request: HttpRequest, pk: int) -> HttpResponse:
+    call = get_call_for_user(request, pk)
+    services.toolcall_review_release(call_id=call.pk, reviewer=request.user)
+    return _claim_response(request, call, None)

@@ -1,0 +1,60 @@
+"""Rendering the call panel for a view: the page, or the partial for htmx."""
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from ..access import visible_calls
+from ..forms import edit_fields
+from ..models import ToolCall
+from ..panels import PANEL_TEMPLATE, panel_context
+from ..services import DecisionError, EditInvalid
+from ..tools import registry
+
+FIELDLESS = {"arguments_json", "reason", "guidance"}
+
+
+def get_call_for_user(request: HttpRequest, pk: int) -> ToolCall:
+    calls = visible_calls(request.user).select_related("run", "run__requested_by", "review_group", "reviewing_by")
+    return get_object_or_404(calls, pk=pk)
+
+
+def edit_values(request: HttpRequest) -> dict:
+    """What the reviewer typed into the edit form, to show it again."""
+    values = {k[4:]: v for k, v in request.POST.items() if k.startswith("arg_")}
+    values["arguments_json"] = request.POST.get("arguments_json", "")
+    return values
+
+
+def _error_context(error: DecisionError | None) -> dict:
+    if error is None:
+        return {"errors": {}, "error_message": ""}
+    errors = error.errors if isinstance(error, EditInvalid) else {}
+    named = [errors[name][0] for name in ("reason", "guidance") if name in errors]
+    return {"errors": errors, "error_message": named[0] if named else str(error)}
+
+
+def panel_response(
+    request: HttpRequest,
+    call: ToolCall,
+    *,
+    status: int = 200,
+    error: DecisionError | None = None,
+    editing: bool = False,
+    values: dict | None = None,
+    **extra,
+) -> HttpResponse:
+    """The call panel as this reviewer sees it: the whole page, or only the panel for htmx."""
+    tool = registry.get(call.tool_name)
+    context = panel_context(request.user, call, call.final_decision()) | _error_context(error)
+    shown = values if values is not None else (call.review_arguments or {})
+    fields = edit_fields(tool, shown, context["errors"]) if tool and call.is_pending else []
+    names = {f.name for f in fields} | FIELDLESS
+    context |= {
+        "editing": editing,
+        "fields": fields,
+        "other_errors": [(name, msgs) for name, msgs in context["errors"].items() if name not in names],
+        "arguments_json": (values or {}).get("arguments_json", ""),
+        **extra,
+    }
+    template = PANEL_TEMPLATE if request.htmx else "approvals/call.html"
+    return render(request, template, context, status=status)
