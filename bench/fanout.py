@@ -243,6 +243,52 @@ def percentile(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))] if values else float("nan")
 
 
+def print_header(redis_url: str) -> None:
+    load = os.getloadavg()
+    print(
+        f"ASGI: 1 uvicorn process on Redis ({redis_url}); {os.cpu_count()} CPUs;"
+        f" load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+    )
+    print(
+        f"{'phase':<6} {'N':>4} {'users':>5} {'M':>4} | {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'max ms':>7}"
+        f" | {'pushes/s':>9} {'received':>9}"
+    )
+
+
+def run_phase(
+    *,
+    name: str,
+    port: int,
+    cookies: list[str],
+    clients: int,
+    users: int,
+    proposer: Proposer,
+    calls: int,
+    interval: float,
+) -> None:
+    """One phase with N = clients, printed as one row of the table."""
+    latencies, received, expected, span = asyncio.run(
+        phase(
+            f"ws://127.0.0.1:{port}/ws/queue/",
+            f"http://127.0.0.1:{port}",
+            cookies[: max(1, min(users, clients))],
+            clients,
+            proposer,
+            calls,
+            interval,
+        )
+    )
+    rate = received / span if span else 0
+    print(
+        f"{name:<6} {clients:>4} {min(users, clients):>5} {calls:>4} | "
+        f"{percentile(latencies, 50):7.1f} {percentile(latencies, 95):7.1f} "
+        f"{percentile(latencies, 99):7.1f} "
+        f"{max(latencies, default=float('nan')):7.1f} | "
+        f"{rate:9.0f} {received:>4}/{expected:<4}",
+        flush=True,
+    )
+
+
 def main() -> None:
     args = parse_args()
     global PER_CALL
@@ -256,36 +302,18 @@ def main() -> None:
     try:
         proposer = Proposer(requester)
         proposer.clear()
-        load = os.getloadavg()
-        print(
-            f"ASGI: 1 uvicorn process on Redis ({args.redis_url}); {os.cpu_count()} CPUs;"
-            f" load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
-        )
-        print(
-            f"{'phase':<6} {'N':>4} {'users':>5} {'M':>4} | {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'max ms':>7}"
-            f" | {'pushes/s':>9} {'received':>9}"
-        )
+        print_header(args.redis_url)
         for clients in args.clients:
             for name, interval in (("paced", args.interval), ("burst", 0.0)):
-                latencies, received, expected, span = asyncio.run(
-                    phase(
-                        f"ws://127.0.0.1:{port}/ws/queue/",
-                        f"http://127.0.0.1:{port}",
-                        cookies[: max(1, min(users, clients))],
-                        clients,
-                        proposer,
-                        args.calls,
-                        interval,
-                    )
-                )
-                rate = received / span if span else 0
-                print(
-                    f"{name:<6} {clients:>4} {min(users, clients):>5} {args.calls:>4} | "
-                    f"{percentile(latencies, 50):7.1f} {percentile(latencies, 95):7.1f} "
-                    f"{percentile(latencies, 99):7.1f} "
-                    f"{max(latencies, default=float('nan')):7.1f} | "
-                    f"{rate:9.0f} {received:>4}/{expected:<4}",
-                    flush=True,
+                run_phase(
+                    name=name,
+                    port=port,
+                    cookies=cookies,
+                    clients=clients,
+                    users=users,
+                    proposer=proposer,
+                    calls=args.calls,
+                    interval=interval,
                 )
     finally:
         server.terminate()

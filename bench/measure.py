@@ -13,7 +13,7 @@ import os
 import statistics
 import sys
 import time
-from datetime import timedelta
+from datetime import date, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -33,53 +33,66 @@ from approvals import audit, export  # noqa: E402
 from approvals.models import AuditEvent, Decision, ToolCall  # noqa: E402
 
 BUDGET_MS = 300
+ADMIN = "/admin/approvals"
 
 
 def pages() -> list[tuple[str, str]]:
+    """The auditor's pages, named, with filters and searches that hit a sampled call, its order and a reviewer."""
     today = timezone.localdate()
     day = today - timedelta(days=90)
-    call = list(
+    call_id, run_id = list(
         ToolCall.objects.filter(tool_name="issue_refund", status="executed")
         .order_by("-pk")
         .values_list("pk", "run_id")[:501]
     )[-1]
-    order = ToolCall.objects.get(pk=call[0]).arguments["order_id"]
+    order = ToolCall.objects.get(pk=call_id).arguments["order_id"]
     reviewer = Decision.objects.filter(reviewer__isnull=False).values_list("reviewer_id", flat=True).first()
-    event = AuditEvent.objects.filter(tool_call_id=call[0]).values_list("pk", flat=True).first()
-    a = "/admin/approvals"
+    event = AuditEvent.objects.filter(tool_call_id=call_id).values_list("pk", flat=True).first()
     return [
-        ("audit events", f"{a}/auditevent/"),
-        ("audit events, kind=decided", f"{a}/auditevent/?kind=decided"),
-        ("audit events, tool=send_email", f"{a}/auditevent/?tool=send_email"),
-        (
-            "audit events, one day 90 days ago",
-            f"{a}/auditevent/?created_at__gte={day}&created_at__lt={day + timedelta(days=1)}",
-        ),
-        ("audit events, one reviewer", f"{a}/auditevent/?actor={reviewer}"),
-        ("audit events, search run id", f"{a}/auditevent/?q={call[1]}"),
-        ("audit events, search order", f"{a}/auditevent/?q={order}"),
-        ("audit events, search customer", f"{a}/auditevent/?q=Noor"),
-        ("audit event page", f"{a}/auditevent/{event}/change/"),
-        ("tool calls", f"{a}/toolcall/"),
-        ("tool calls, tool+outcome", f"{a}/toolcall/?tool=issue_refund&outcome=edit"),
-        ("tool calls, tier+reviewer", f"{a}/toolcall/?tier=approval&reviewer={reviewer}"),
-        (
-            "tool calls, one day 90 days ago",
-            f"{a}/toolcall/?created_at__gte={day}&created_at__lt={day + timedelta(days=1)}",
-        ),
-        ("tool calls, search order", f"{a}/toolcall/?q={order}"),
-        ("tool calls, search customer", f"{a}/toolcall/?q=Noor"),
-        ("tool calls, sorted by time", f"{a}/toolcall/?o=8"),
-        ("a call's chain page", f"{a}/toolcall/{call[0]}/change/"),
-        ("decisions", f"{a}/decision/"),
-        ("decisions, verdict+reviewer", f"{a}/decision/?verdict=reject&reviewer={reviewer}"),
-        ("runs", f"{a}/run/"),
-        ("runs, search customer", f"{a}/run/?q=Noor"),
-        ("messages", f"{a}/message/"),
-        ("policy rules", f"{a}/policyrule/"),
+        *audit_event_pages(day=day, reviewer=reviewer, run_id=run_id, order=order, event=event),
+        *tool_call_pages(day=day, reviewer=reviewer, order=order, call_id=call_id),
+        ("decisions", f"{ADMIN}/decision/"),
+        ("decisions, verdict+reviewer", f"{ADMIN}/decision/?verdict=reject&reviewer={reviewer}"),
+        ("runs", f"{ADMIN}/run/"),
+        ("runs, search customer", f"{ADMIN}/run/?q=Noor"),
+        ("messages", f"{ADMIN}/message/"),
+        ("policy rules", f"{ADMIN}/policyrule/"),
         ("insight, last 30 days", "/insight/"),
         ("insight, last 30 days, one tool", "/insight/?tool=issue_refund"),
         ("insight, 90 days", f"/insight/?since={today - timedelta(days=89)}&until={today}"),
+    ]
+
+
+def one_day(day: date) -> str:
+    return f"created_at__gte={day}&created_at__lt={day + timedelta(days=1)}"
+
+
+def audit_event_pages(*, day: date, reviewer: int, run_id: int, order: str, event: int) -> list[tuple[str, str]]:
+    a = f"{ADMIN}/auditevent"
+    return [
+        ("audit events", f"{a}/"),
+        ("audit events, kind=decided", f"{a}/?kind=decided"),
+        ("audit events, tool=send_email", f"{a}/?tool=send_email"),
+        ("audit events, one day 90 days ago", f"{a}/?{one_day(day)}"),
+        ("audit events, one reviewer", f"{a}/?actor={reviewer}"),
+        ("audit events, search run id", f"{a}/?q={run_id}"),
+        ("audit events, search order", f"{a}/?q={order}"),
+        ("audit events, search customer", f"{a}/?q=Noor"),
+        ("audit event page", f"{a}/{event}/change/"),
+    ]
+
+
+def tool_call_pages(*, day: date, reviewer: int, order: str, call_id: int) -> list[tuple[str, str]]:
+    t = f"{ADMIN}/toolcall"
+    return [
+        ("tool calls", f"{t}/"),
+        ("tool calls, tool+outcome", f"{t}/?tool=issue_refund&outcome=edit"),
+        ("tool calls, tier+reviewer", f"{t}/?tier=approval&reviewer={reviewer}"),
+        ("tool calls, one day 90 days ago", f"{t}/?{one_day(day)}"),
+        ("tool calls, search order", f"{t}/?q={order}"),
+        ("tool calls, search customer", f"{t}/?q=Noor"),
+        ("tool calls, sorted by time", f"{t}/?o=8"),
+        ("a call's chain page", f"{t}/{call_id}/change/"),
     ]
 
 
