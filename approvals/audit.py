@@ -121,47 +121,49 @@ def check_rows(rows, *, head: str | None, anchor: str = "") -> ChainCheck:
     head hash written down earlier outside ReviewHub, must also be found.
     """
     previous, previous_id, count = GENESIS_HASH, None, 0
-    head_seen, anchor_seen = head == GENESIS_HASH, not anchor
+    seen = set()
     for event_id, *fields, stored_hash in rows:
         values = dict(zip(HASHED_FIELDS, fields))
-        if event_hash(**values) != stored_hash:
-            return ChainCheck(
-                count, head, event_id, f"event {event_id} was changed: its content no longer matches its hash."
-            )
-        if values["prev_hash"] != previous:
-            after = "the start of the trail" if previous_id is None else f"event {previous_id}"
-            return ChainCheck(
-                count,
-                head,
-                event_id,
-                f"event {event_id} does not follow {after}: an event between them was deleted,"
-                " or events were reordered or inserted.",
-            )
+        problem = _link_problem(event_id, values, stored_hash, previous, previous_id)
+        if problem:
+            return ChainCheck(count, head, event_id, problem)
         previous, previous_id, count = stored_hash, event_id, count + 1
-        head_seen = head_seen or stored_hash == head
-        anchor_seen = anchor_seen or stored_hash == anchor
-    if head is None:
-        if count:
-            return ChainCheck(
-                count, head, None, "the head row is missing: deleting the newest events cannot be ruled out."
-            )
-    elif not head_seen:
-        if previous_id is None:
-            return ChainCheck(
-                count, head, None, f"the trail is empty, but the head records hash {head}: its events were deleted."
-            )
-        return ChainCheck(
-            count,
-            head,
-            previous_id,
-            f"the trail ends at event {previous_id}, but the head records hash {head}, which no event has: "
-            f"the newest events, after event {previous_id}, were deleted.",
-        )
-    if not anchor_seen:
+        seen.update({stored_hash} & {head, anchor})
+    problem = _end_problem(head, head == GENESIS_HASH or head in seen, count, previous_id)
+    if problem:
+        return ChainCheck(count, head, previous_id if previous_id and head else None, problem)
+    if anchor and anchor not in seen:
         return ChainCheck(
             count, head, None, f"no event has the anchor hash {anchor}: the trail was rewritten up to there."
         )
     return ChainCheck(count, previous)
+
+
+def _link_problem(event_id, values: dict, stored_hash: str, previous: str, previous_id) -> str:
+    """What is wrong with one event of the chain: its own hash, or its link to the one before."""
+    if event_hash(**values) != stored_hash:
+        return f"event {event_id} was changed: its content no longer matches its hash."
+    if values["prev_hash"] != previous:
+        after = "the start of the trail" if previous_id is None else f"event {previous_id}"
+        return (
+            f"event {event_id} does not follow {after}: an event between them was deleted,"
+            " or events were reordered or inserted."
+        )
+    return ""
+
+
+def _end_problem(head: str | None, head_seen: bool, count: int, last_id) -> str:
+    """What is wrong with the end of the chain: the head row must name a walked event."""
+    if head is None:
+        return "the head row is missing: deleting the newest events cannot be ruled out." if count else ""
+    if head_seen:
+        return ""
+    if last_id is None:
+        return f"the trail is empty, but the head records hash {head}: its events were deleted."
+    return (
+        f"the trail ends at event {last_id}, but the head records hash {head}, which no event has: "
+        f"the newest events, after event {last_id}, were deleted."
+    )
 
 
 def verify(*, chunk_size: int = CHUNK_SIZE, anchor: str = "") -> ChainCheck:

@@ -66,35 +66,40 @@ def stacked_columns(
     rects = []
     for i, day in enumerate(days):
         x = left + i * slot + (slot - column) / 2
-        y = top + plot_height
-        for key, name in series:
-            n = counts.get(day, {}).get(key, 0)
-            if not n:
-                continue
-            h = plot_height * n / y_max
-            y -= h
-            rects.append(
-                Rect(
-                    round(x, 1),
-                    round(y, 1),
-                    round(column, 1),
-                    round(h, 1),
-                    f"o-{key}",
-                    f"{day:%a %d %b}: {n} {name.lower()}",
-                )
-            )
-    labels = [
-        Label(left - 4, top + 4, f"{y_max:g}", "end"),
-        Label(left - 4, top + plot_height, "0", "end"),
-    ]
-    if days:
-        ticks = sorted({0, len(days) // 2, len(days) - 1})
-        anchors = {0: "start", len(days) - 1: "end"}
-        for i in ticks:
-            x = left + i * slot if i == 0 else left + (i + 1) * slot if i == len(days) - 1 else left + (i + 0.5) * slot
-            labels.append(Label(round(x, 1), height - 4, f"{days[i]:%d %b}", anchors.get(i, "middle")))
+        rects += _column(
+            day, counts.get(day, {}), series, x=x, width=column, base=top + plot_height, scale=plot_height / y_max
+        )
+    labels = [Label(left - 4, top + 4, f"{y_max:g}", "end"), Label(left - 4, top + plot_height, "0", "end")]
+    labels += _day_labels(days, left=left, slot=slot, y=height - 4)
     description = f"Calls per day from {days[0]:%d %b} to {days[-1]:%d %b}" if days else "No days"
     return Chart(width, height, rects, labels, description)
+
+
+def _column(day: date, counts: Mapping[str, int], series, *, x: float, width: float, base: float, scale: float):
+    """One day's stacked rectangles, bottom to top."""
+    rects, y = [], base
+    for key, name in series:
+        n = counts.get(key, 0)
+        if not n:
+            continue
+        h = n * scale
+        y -= h
+        title = f"{day:%a %d %b}: {n} {name.lower()}"
+        rects.append(Rect(round(x, 1), round(y, 1), round(width, 1), round(h, 1), f"o-{key}", title))
+    return rects
+
+
+def _day_labels(days: Sequence[date], *, left: float, slot: float, y: float) -> list[Label]:
+    """The first, middle and last day under the columns."""
+    if not days:
+        return []
+    last = len(days) - 1
+    anchors = {0: "start", last: "end"}
+    labels = []
+    for i in sorted({0, len(days) // 2, last}):
+        x = left + i * slot if i == 0 else left + (i + 1) * slot if i == last else left + (i + 0.5) * slot
+        labels.append(Label(round(x, 1), y, f"{days[i]:%d %b}", anchors.get(i, "middle")))
+    return labels
 
 
 def bars(
