@@ -215,6 +215,11 @@ class ToolCall(models.Model):
         return self.edited_description or self.description
 
     @property
+    def warning(self) -> str:
+        """What the facts fetched by code say against running this call as it stands ("" when nothing)."""
+        return str((self.facts or {}).get("warning") or "")
+
+    @property
     def fact_rows(self) -> list[dict]:
         """The facts for display, each marked if it changed since the call was last reviewed."""
         changed = self.changed_facts or {}

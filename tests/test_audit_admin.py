@@ -228,7 +228,9 @@ def test_list_and_chain_pages_run_as_many_queries_with_more_data(client, auditor
     for _ in range(3):
         run = make_run("Check the status of order A-1002 and refund $35 for the missing item.")
         call = run.tool_calls.get(status="pending")
-        services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
+        services.toolcall_decide(
+            call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash, approve_anyway=True
+        )
         loop.advance(run.pk)
     assert {url: len(_queries(client, url)) for url in urls} == before
 

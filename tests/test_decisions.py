@@ -34,7 +34,7 @@ def test_the_queue_shows_each_pending_call_with_everything_needed(client, review
 def test_anonymous_reviewers_are_sent_to_log_in(client, refund_call):
     response = client.get(reverse("approvals:queue"))
     assert response.status_code == 302 and response["Location"].startswith("/login/")
-    response = post(client, refund_call, action="approve")
+    response = post(client, refund_call, action="approve", approve_anyway="1")
     assert response.status_code == 302
     assert not Decision.objects.exists()
 
@@ -42,7 +42,7 @@ def test_anonymous_reviewers_are_sent_to_log_in(client, refund_call):
 def test_it_approves_and_resumes_the_run_on_commit(client, reviewer, refund_call, django_capture_on_commit_callbacks):
     client.force_login(reviewer)
     with django_capture_on_commit_callbacks(execute=True):
-        response = post(client, refund_call, htmx=True, action="approve")
+        response = post(client, refund_call, htmx=True, action="approve", approve_anyway="1")
     assert response.status_code == 200
     assert "Approved by <strong>alice</strong>" in response.content.decode()
     refund_call.refresh_from_db()
@@ -54,13 +54,13 @@ def test_it_approves_and_resumes_the_run_on_commit(client, reviewer, refund_call
 
 def test_without_javascript_a_decision_redirects_to_the_queue(client, reviewer, refund_call):
     client.force_login(reviewer)
-    response = post(client, refund_call, action="approve")
+    response = post(client, refund_call, action="approve", approve_anyway="1")
     assert response.status_code == 302 and response["Location"] == reverse("approvals:queue")
 
 
 def test_a_second_decision_gets_already_decided_and_changes_nothing(client, reviewer, reviewer2, refund_call):
     client.force_login(reviewer)
-    post(client, refund_call, action="approve")
+    post(client, refund_call, action="approve", approve_anyway="1")
     other = Client()
     other.force_login(reviewer2)
     response = post(other, refund_call, htmx=True, action="reject", reason="no")
@@ -194,7 +194,7 @@ def test_a_decision_is_never_made_by_a_get(client, reviewer, refund_call):
 
 def test_the_reviewer_comes_from_the_session_not_the_form(client, reviewer, reviewer2, refund_call):
     client.force_login(reviewer)
-    post(client, refund_call, action="approve", reviewer=reviewer2.pk, reviewer_id=reviewer2.pk)
+    post(client, refund_call, action="approve", approve_anyway="1", reviewer=reviewer2.pk, reviewer_id=reviewer2.pk)
     assert Decision.objects.get().reviewer == reviewer
     assert AuditEvent.objects.get(kind="decided").actor == reviewer
 

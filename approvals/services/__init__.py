@@ -15,7 +15,15 @@ Callers import from here: `from approvals import services; services.toolcall_dec
 from .claims import toolcall_review_release, toolcall_review_start
 from .deadlines import deadlines_apply, expire_overdue, toolcall_expire, toolcall_warn
 from .decisions import tool_for, toolcall_approve_many, toolcall_decide, toolcall_respond
-from .errors import AlreadyDecided, DecisionError, EditInvalid, NotAllowed, StaleView, UndoError
+from .errors import (
+    AlreadyDecided,
+    DecisionError,
+    EditInvalid,
+    NotAllowed,
+    StaleView,
+    UndoError,
+    WarningNotAcknowledged,
+)
 from .execution import toolcall_claim, toolcall_execute
 from .gate import ProposedCall, step_record
 from .previews import toolcall_edit_changes, toolcall_preview
@@ -41,6 +49,7 @@ __all__ = [
     "ProposedCall",
     "StaleView",
     "UndoError",
+    "WarningNotAcknowledged",
     "deadlines_apply",
     "expire_overdue",
     "message_append",

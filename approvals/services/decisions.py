@@ -14,7 +14,7 @@ from ..access import can_decide, in_group
 from ..hashing import args_hash
 from ..models import Decision, ToolCall
 from ..tools import ArgumentsInvalid, Tool, registry
-from .errors import AlreadyDecided, DecisionError, EditInvalid, NotAllowed, StaleView
+from .errors import AlreadyDecided, DecisionError, EditInvalid, NotAllowed, StaleView, WarningNotAcknowledged
 from .runs import request_resume
 from .shadow import shadow_settle
 from .transcript import record_output
@@ -60,14 +60,15 @@ class _Approval:
     count: int
     required: int
     changes: dict
+    warning: str = ""  # what the facts warned, and the reviewer approved anyway
 
     @property
     def final(self) -> bool:
         return self.count >= self.required
 
 
-def _approval(call: ToolCall, reviewer: AbstractBaseUser, verdict: str, arguments) -> _Approval:
-    """Check an approval (or edit) against the tool's schema and today's policy; count it."""
+def _approval(call: ToolCall, reviewer: AbstractBaseUser, verdict: str, arguments, anyway: bool) -> _Approval:
+    """Check an approval (or edit) against the tool's schema, the facts' warning and today's policy; count it."""
     tool = tool_for(call)
     decided = call.review_arguments
     if verdict == Decision.Verdict.EDIT:
@@ -87,8 +88,11 @@ def _approval(call: ToolCall, reviewer: AbstractBaseUser, verdict: str, argument
     if decided != call.review_arguments:
         # The facts and description now describe the edited call; execution checks against these.
         changes.update(_describe(tool, decided))
+    warning = str(changes["facts"].get("warning") or "") if "facts" in changes else call.warning
+    if warning and not anyway:
+        raise WarningNotAcknowledged(warning)
     count = len(counted_approvals(call, args_hash(decided), group_id)) + 1
-    return _Approval(verdict, decided, count, required, changes)
+    return _Approval(verdict, decided, count, required, changes, warning)
 
 
 def _describe(tool: Tool, arguments: dict) -> dict:
@@ -147,6 +151,7 @@ def _audit(call: ToolCall, decision: Decision, approval: _Approval | None, shown
         "final": decision.final,
         "approvals": f"{approval.count} of {approval.required}" if approval else "",
         "facts": approval.changes.get("facts") if approval else None,
+        "warning_acknowledged": approval.warning if approval else "",
     }
     audit.record(audit.AuditEvent.Kind.DECIDED, tool_call=call, actor=decision.reviewer, payload=payload)
 
@@ -176,8 +181,12 @@ def toolcall_decide(
     arguments: dict | None = None,
     reason: str = "",
     guidance: str = "",
+    approve_anyway: bool = False,
 ) -> Decision:
     """Approve, edit or reject a pending call: lock, check, store, resume on commit.
+
+    A call whose facts carry a warning is approved only with `approve_anyway`:
+    what the reviewer was warned about is then on record in the trail.
 
     A call that needs N approvals stays pending until N different reviewers of
     its group approve the same arguments; the Nth approval is the final decision.
@@ -191,7 +200,7 @@ def toolcall_decide(
                 raise EditInvalid({"reason": ["A reason is required to reject; the agent will read it."]})
             approval = None
         elif verdict in Decision.APPROVING:
-            approval = _approval(call, reviewer, verdict, arguments)
+            approval = _approval(call, reviewer, verdict, arguments, approve_anyway)
             verdict = approval.verdict
         else:
             raise DecisionError(f"Unknown decision {verdict!r}.")

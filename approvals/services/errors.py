@@ -42,5 +42,13 @@ class EditInvalid(DecisionError):
         super().__init__("The edited arguments are not valid.")
 
 
+class WarningNotAcknowledged(EditInvalid):
+    """The facts warn against running the call as it stands: approving it needs "Approve anyway"."""
+
+    def __init__(self, warning: str):
+        super().__init__({"approve_anyway": [f"The facts warn: {warning} Approve anyway only if you are sure."]})
+        self.args = (f"The facts warn: {warning} To run it as it stands, choose Approve anyway.",)
+
+
 class UndoError(DecisionError):
     pass

@@ -54,7 +54,8 @@ def _decide(request: HttpRequest, pk: int, decide, **kwargs) -> HttpResponse:
 @login_required
 @require_POST
 def call_approve(request: HttpRequest, pk: int) -> HttpResponse:
-    return _decide(request, pk, services.toolcall_decide, verdict=Decision.Verdict.APPROVE)
+    anyway = request.POST.get("approve_anyway") == "1"
+    return _decide(request, pk, services.toolcall_decide, verdict=Decision.Verdict.APPROVE, approve_anyway=anyway)
 
 
 @login_required
@@ -83,6 +84,7 @@ def call_edit(request: HttpRequest, pk: int) -> HttpResponse:
             verdict=Decision.Verdict.EDIT,
             shown_hash=request.POST.get("arguments_hash", ""),
             arguments=arguments,
+            approve_anyway=request.POST.get("approve_anyway") == "on",
         )
     except services.DecisionError as exc:
         call.refresh_from_db()

@@ -10,7 +10,7 @@ from ..panels import PANEL_TEMPLATE, panel_context
 from ..services import DecisionError, EditInvalid
 from ..tools import registry
 
-FIELDLESS = {"arguments_json", "reason", "guidance"}
+FIELDLESS = {"arguments_json", "reason", "guidance", "approve_anyway"}
 
 
 def get_call_for_user(request: HttpRequest, pk: int) -> ToolCall:
