@@ -32,6 +32,14 @@ def http_login(base_url: str, username: str, password: str) -> str:
     return "; ".join(f"{name}={value}" for name, value in cookies.items())
 
 
+def browser_login(page, url: str, username: str, password: str) -> None:
+    """Log a Playwright page in through the login form that url shows."""
+    page.goto(url)
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+
+
 def queue_socket(base_url: str, cookie: str):
     """A queue socket as a browser on base_url opens it (same origin, session cookie), never idle-pinged."""
     return connect(

@@ -1,13 +1,14 @@
-"""Helpers for the reviewer-side tests: a pending call, a decision posted as a reviewer would."""
+"""Helpers for the reviewer-side tests: a proposed or pending call, a decision posted as a reviewer would."""
 
 import json
 
-import pytest
 from django.contrib.auth.models import Group
 from django.urls import reverse
 
 from agents import loop
-from approvals.models import PolicyRule, ToolCall
+from approvals import services
+from approvals.models import PolicyRule, Run, ToolCall
+from approvals.services import ProposedCall
 
 REFUND_40 = "Order A-1001 arrived broken. Please refund $40."
 
@@ -17,14 +18,31 @@ def pending_call(make_run, text: str = REFUND_40, **kwargs) -> ToolCall:
     return run.tool_calls.get(status=ToolCall.Status.PENDING)
 
 
+def propose(run: Run, name: str, arguments: dict | str, call_id: str = "call_1") -> ToolCall:
+    """The model proposes one call (arguments as JSON text when a str) in a new step, through the gate."""
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    services.step_record(
+        run, content="I'll do it.", calls=[ProposedCall(call_id=call_id, name=name, raw_arguments=raw)]
+    )
+    return ToolCall.objects.get(run=run, call_id=call_id)
+
+
 def call_url(call: ToolCall) -> str:
     return reverse("approvals:call", args=[call.pk])
 
 
-def post(client, call: ToolCall, action: str, **data):
-    """What the call panel's forms post: the action and the hash of the arguments shown."""
+def post(client, call: ToolCall, action: str, *, htmx: bool = False, **data):
+    """What the call panel's forms post: the action and the hash of the arguments shown; with htmx, as htmx does."""
     data.setdefault("arguments_hash", call.review_hash)
-    return client.post(call_url(call), {"action": action, **data})
+    headers = {"HX-Request": "true"} if htmx else {}
+    return client.post(call_url(call), {"action": action, **data}, headers=headers)
+
+
+def decide(call: ToolCall, reviewer, verdict: str = "approve", **kwargs):
+    """A decision through the service, bound to the arguments the reviewer was shown."""
+    return services.toolcall_decide(
+        call_id=call.pk, reviewer=reviewer, verdict=verdict, shown_hash=call.review_hash, **kwargs
+    )
 
 
 def advance(call: ToolCall) -> ToolCall:
@@ -59,10 +77,3 @@ def script_calls(model, *calls: tuple[str, dict], content: str = "I'll do these.
             ],
         }
     )
-
-
-@pytest.fixture
-def senior(roles, django_user_model):
-    user = django_user_model.objects.create_user(username="sara", password="pw-sara", email="sara@shop.example")
-    user.groups.add(Group.objects.get(name="reviewers"), Group.objects.get(name="senior"))
-    return user

@@ -27,7 +27,7 @@ def test_opening_a_call_page_claims_it_on_load(call, client, reviewer):
 
 def test_a_claimed_call_shows_who_is_reviewing_it_to_the_others(call, client, reviewer, reviewer2):
     client.force_login(reviewer)
-    response = client.post(call_url(call), {"action": "claim"}, headers={"HX-Request": "true"})
+    response = post(client, call, "claim", htmx=True)
     assert "You are reviewing this" in response.content.decode()
     call.refresh_from_db()
     assert call.current_reviewer == reviewer
@@ -63,8 +63,8 @@ def test_a_claim_lapses_after_a_few_minutes(call, reviewer, reviewer2):
 
 def test_a_claim_can_be_released(call, client, reviewer):
     client.force_login(reviewer)
-    client.post(call_url(call), {"action": "claim"})
-    response = client.post(call_url(call), {"action": "release"}, headers={"HX-Request": "true"})
+    post(client, call, "claim")
+    response = post(client, call, "release", htmx=True)
     assert 'value="claim"' in response.content.decode()
     call.refresh_from_db()
     assert call.reviewing_by is None
@@ -73,7 +73,7 @@ def test_a_claim_can_be_released(call, client, reviewer):
 
 def test_only_someone_who_may_decide_can_claim(call, client, requester):
     client.force_login(requester)
-    response = client.post(call_url(call), {"action": "claim"}, headers={"HX-Request": "true"})
+    response = post(client, call, "claim", htmx=True)
     assert response.status_code == 403
     call.refresh_from_db()
     assert call.reviewing_by is None

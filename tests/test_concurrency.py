@@ -6,11 +6,12 @@ import pytest
 from django.contrib.auth.models import Group
 from django.db import connection
 from django.test import Client
-from django.urls import reverse
 
 from agents import loop
 from agents.models import Refund
 from approvals.models import AuditEvent, Decision, Run, ToolCall
+
+from .reviewing import post
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -45,13 +46,12 @@ def test_twenty_concurrent_decisions_give_one_decision_and_one_execution(require
         user = django_user_model.objects.create_user(f"reviewer{i}")
         user.groups.add(reviewers)
         users.append(user)
-    url = reverse("approvals:call", args=[call.pk])
 
     def decide(i):
         client = Client()
         client.force_login(users[i])
         action = {"action": "approve"} if i % 2 == 0 else {"action": "reject", "reason": "no"}
-        response = client.post(url, {"arguments_hash": call.arguments_hash, **action}, headers={"HX-Request": "true"})
+        response = post(client, call, htmx=True, **action)
         return response.status_code, response.content.decode()
 
     results = in_threads(ATTEMPTS, decide)

@@ -97,16 +97,8 @@ def test_an_edit_cannot_change_the_tool(client, call, model):
     assert "tool_name: Unknown field." in response.content.decode()
     response = post(client, call, "edit", arguments_json=json.dumps({"name": "delete_customer", "customer_id": 1}))
     assert response.status_code == 400
-    response = client.post(
-        call_url(call),
-        {
-            "action": "edit",
-            "arguments_hash": call.review_hash,
-            "tool_name": "delete_customer",
-            "arg_order_id": "A-1001",
-            "arg_amount": "7.5",
-            "arg_reason": "lid",
-        },
+    response = post(
+        client, call, "edit", tool_name="delete_customer", arg_order_id="A-1001", arg_amount="7.5", arg_reason="lid"
     )
     assert response.status_code == 302
     call = advance(call)

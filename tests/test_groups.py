@@ -9,7 +9,7 @@ from agents.models import Refund
 from approvals import services
 from approvals.models import Decision, ToolCall, ToolSetting
 
-from .reviewing import advance, call_url, pending_call, post, senior, senior_rule  # noqa: F401
+from .reviewing import advance, call_url, pending_call, post, senior_rule
 
 pytestmark = pytest.mark.django_db
 
@@ -101,9 +101,7 @@ def test_the_requester_cannot_approve_their_own_runs_calls(make_run, client, req
 def test_the_requester_gets_a_403_from_htmx(make_run, client, requester):
     call = pending_call(make_run)
     client.force_login(requester)
-    response = client.post(
-        call_url(call), {"action": "approve", "arguments_hash": call.arguments_hash}, headers={"HX-Request": "true"}
-    )
+    response = post(client, call, "approve", htmx=True)
     assert response.status_code == 403
     assert "You requested this run" in response.content.decode()
 

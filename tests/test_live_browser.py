@@ -13,7 +13,7 @@ from approvals import services
 from approvals.models import Decision, Run, ToolCall
 
 from .livestack import session_cookie, wait_for
-from .stack import Processes, chromium, free_port, production_env, redis_available, start_asgi, start_worker
+from .stack import Processes, free_port, production_env, redis_available, start_asgi, start_worker
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -51,12 +51,6 @@ def stack(django_db_setup, django_db_blocker, model_server_instance):
     stack.start_asgi()
     yield stack
     stack.processes.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as browser:
-        yield browser
 
 
 def others_busy_in_the_database() -> int:
