@@ -59,13 +59,3 @@ def receive_call(socket, call_id: int, timeout: float = 5.0) -> dict:
         message = json.loads(socket.recv(timeout=max(0.01, deadline - time.monotonic())))
         if message.get("type") == "call" and message.get("id") == call_id:
             return message
-
-
-def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    return None
