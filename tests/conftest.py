@@ -2,7 +2,7 @@ import json
 import urllib.request
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 
 from agents import demo_data, loop, model_server
 from approvals import services
@@ -142,9 +142,12 @@ def approved_refund(make_run, reviewer):
 
 @pytest.fixture
 def browser():
-    """Chromium for one test. Fixtures listed before it set up their data before Playwright's loop starts."""
+    """Chromium for one test. While Playwright's loop runs, Django's ORM uses connections of its own (asgiref's
+    Local keeps them apart from the thread's): they are closed before the loop stops, or they would outlive the test
+    and keep the test database from being dropped. Fixtures listed before this one set up their data before."""
     with stack.chromium() as browser:
         yield browser
+        connections.close_all()
 
 
 @pytest.fixture(scope="module")
