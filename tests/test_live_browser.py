@@ -20,6 +20,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 REFUND_35 = "Order A-1002 arrived broken. Please refund $35."
 EMAIL_DANA = "Email Dana that her replacement has shipped."
+# How long a push may take to show, as a ceiling for a busy machine. It is no latency claim:
+# bench/fanout.py measures how fast a push reaches the queues.
+PUSHED = 15_000  # ms
 
 
 class Stack:
@@ -123,11 +126,11 @@ def test_two_reviewers_see_each_others_decision_live(open_page, reviewer, review
     b = is_live(open_page(reviewer2))
 
     refund = wait_for_pending_call(start_run(requester, REFUND_35), "issue_refund")
-    for page in (a, b):  # within a second of the commit, with no reload
-        expect(page.locator(f"#queue #call-{refund.pk}")).to_be_visible(timeout=1000)
+    for page in (a, b):  # pushed, with no reload
+        expect(page.locator(f"#queue #call-{refund.pk}")).to_be_visible(timeout=PUSHED)
     email = wait_for_pending_call(start_run(requester, EMAIL_DANA), "send_email")
     for page in (a, b):
-        expect(page.locator(f"#queue #call-{email.pk}")).to_be_visible(timeout=1000)
+        expect(page.locator(f"#queue #call-{email.pk}")).to_be_visible(timeout=PUSHED)
         expect(page.locator("#toasts")).to_contain_text("New call to review: Refund $35.00")
         expect(page.locator("#queue-count")).to_have_text("2")
         expect(page).to_have_title("(2) Review queue · ReviewHub")
@@ -139,15 +142,15 @@ def test_two_reviewers_see_each_others_decision_live(open_page, reviewer, review
 
     a.locator(f"#call-{refund.pk} button[value=approve]").click()
 
-    expect(b.locator(f"#call-{refund.pk}")).to_have_count(0, timeout=1000)
-    expect(b_open.locator(f"#call-{refund.pk} .live-outcome")).to_contain_text("Approved by alice", timeout=1000)
+    expect(b.locator(f"#call-{refund.pk}")).to_have_count(0, timeout=PUSHED)
+    expect(b_open.locator(f"#call-{refund.pk} .live-outcome")).to_contain_text("Approved by alice", timeout=PUSHED)
     expect(b_open.locator(f"#call-{refund.pk} button[value=approve]")).to_be_disabled()
     assert focused_card(b) == f"call-{email.pk}"  # never on the call that was just decided
     expect(b.locator("#toasts")).to_contain_text("Approved by alice")
     for page in (a, b):
         expect(page.locator("#queue-count")).to_have_text("1")
         expect(page).to_have_title("(1) Review queue · ReviewHub")
-    expect(a.locator(f"#call-{refund.pk}")).to_have_count(0, timeout=3000)  # A saw the outcome, then it left
+    expect(a.locator(f"#call-{refund.pk}")).to_have_count(0, timeout=PUSHED)  # A saw the outcome, then it left
     assert b.evaluate("window.notReloaded") and a.evaluate("window.notReloaded")
 
     # B's click raced the push: the server answers that it is already decided.
