@@ -2,10 +2,11 @@ import json
 import urllib.request
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 
-from agents import demo_data, model_server
-from approvals.models import Run
+from agents import demo_data, loop, model_server
+from approvals import services
+from approvals.models import Message, Run
 from tests import stack, support
 
 
@@ -69,10 +70,10 @@ def roles(db):
     demo_data.setup_roles()
 
 
-def _user(django_user_model, username, *groups):
+def _user(django_user_model, username, *groups, **fields):
     from django.contrib.auth.models import Group
 
-    user = django_user_model.objects.create_user(username=username, password="pw-" + username)
+    user = django_user_model.objects.create_user(username=username, password="pw-" + username, **fields)
     for name in groups:
         user.groups.add(Group.objects.get(name=name))
     return user
@@ -100,6 +101,20 @@ def outsider(roles, django_user_model):
 
 
 @pytest.fixture
+def senior(roles, django_user_model):
+    """A reviewer in the group "senior" too, with an address for the group's notices."""
+    return _user(django_user_model, "sara", "reviewers", "senior", email="sara@shop.example")
+
+
+@pytest.fixture
+def run(shop, requester):
+    """A run rita requested, with nothing proposed yet: tests propose its calls with reviewing.propose()."""
+    run = Run.objects.create(agent="support", request="Help the customer.", requested_by=requester)
+    services.message_append(run=run, role=Message.Role.USER, content=run.request)
+    return run
+
+
+@pytest.fixture
 def make_run(shop, requester, model):
     """A run whose model turn is taken by the scripted model server over HTTP."""
     from agents import loop, services
@@ -115,9 +130,40 @@ def make_run(shop, requester, model):
 
 
 @pytest.fixture
+def approved_refund(make_run, reviewer):
+    """A run with an auto-run lookup and a refund that alice approved and that ran; returns the refund's call."""
+    run = make_run("Check the status of order A-1002 and refund $35 for the missing item.")
+    call = run.tool_calls.get(status="pending")
+    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
+    loop.advance(run.pk)
+    call.refresh_from_db()
+    return call
+
+
+@pytest.fixture
 def browser():
+    """Chromium for one test. While Playwright's loop runs, Django's ORM uses connections of its own (asgiref's
+    Local keeps them apart from the thread's): they are closed before the loop stops, or they would outlive the test
+    and keep the test database from being dropped. Fixtures listed before this one set up their data before."""
     with stack.chromium() as browser:
         yield browser
+        connections.close_all()
+
+
+@pytest.fixture(scope="module")
+def demo(request, tmp_path_factory):
+    """The embedded demo (`manage.py demo`) with its demo runs waiting, one per test module."""
+    name = request.module.__name__.rpartition(".")[2]
+    processes, info = stack.start_demo(tmp_path_factory.mktemp("demo-var"), log_name=f"demo-{name}")
+    yield info
+    processes.stop()
+
+
+@pytest.fixture
+def page(browser):
+    page = browser.new_page()
+    page.set_default_timeout(15000)
+    return page
 
 
 @pytest.fixture

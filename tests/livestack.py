@@ -32,6 +32,14 @@ def http_login(base_url: str, username: str, password: str) -> str:
     return "; ".join(f"{name}={value}" for name, value in cookies.items())
 
 
+def browser_login(page, url: str, username: str, password: str) -> None:
+    """Log a Playwright page in through the login form that url shows."""
+    page.goto(url)
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+
+
 def queue_socket(base_url: str, cookie: str):
     """A queue socket as a browser on base_url opens it (same origin, session cookie), never idle-pinged."""
     return connect(
@@ -51,13 +59,3 @@ def receive_call(socket, call_id: int, timeout: float = 5.0) -> dict:
         message = json.loads(socket.recv(timeout=max(0.01, deadline - time.monotonic())))
         if message.get("type") == "call" and message.get("id") == call_id:
             return message
-
-
-def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    return None

@@ -1,13 +1,14 @@
-"""Helpers for the reviewer-side tests: a pending call, a decision posted as a reviewer would."""
+"""Helpers for the reviewer-side tests: a proposed or pending call, a decision posted as a reviewer would."""
 
 import json
 
-import pytest
 from django.contrib.auth.models import Group
 from django.urls import reverse
 
 from agents import loop
-from approvals.models import PolicyRule, ToolCall
+from approvals import services
+from approvals.models import PolicyRule, Run, ToolCall
+from approvals.services import ProposedCall
 
 REFUND_40 = "Order A-1001 arrived broken. Please refund $40."
 
@@ -15,6 +16,14 @@ REFUND_40 = "Order A-1001 arrived broken. Please refund $40."
 def pending_call(make_run, text: str = REFUND_40, **kwargs) -> ToolCall:
     run = make_run(text, **kwargs)
     return run.tool_calls.get(status=ToolCall.Status.PENDING)
+
+
+def propose(run: Run, name: str, arguments: dict | str, call_id: str = "call_1") -> ToolCall:
+    """The model proposes one call (arguments as JSON text when a str) in a new step, through the gate."""
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    calls = [ProposedCall(call_id=call_id, name=name, raw_arguments=raw)]
+    services.step_record(run=run, content="I'll do it.", calls=calls)
+    return ToolCall.objects.get(run=run, call_id=call_id)
 
 
 def call_url(call: ToolCall) -> str:
@@ -41,6 +50,13 @@ def post(client, call: ToolCall, action: str, *, htmx: bool = False, **data):
     data.setdefault("arguments_hash", call.review_hash)
     headers = {"HX-Request": "true"} if htmx else {}
     return client.post(action_url(call, action), data, headers=headers)
+
+
+def decide(call: ToolCall, reviewer, verdict: str = "approve", **kwargs):
+    """A decision through the service, bound to the arguments the reviewer was shown."""
+    return services.toolcall_decide(
+        call_id=call.pk, reviewer=reviewer, verdict=verdict, shown_hash=call.review_hash, **kwargs
+    )
 
 
 def advance(call: ToolCall) -> ToolCall:
@@ -75,10 +91,3 @@ def script_calls(model, *calls: tuple[str, dict], content: str = "I'll do these.
             ],
         }
     )
-
-
-@pytest.fixture
-def senior(roles, django_user_model):
-    user = django_user_model.objects.create_user(username="sara", password="pw-sara", email="sara@shop.example")
-    user.groups.add(Group.objects.get(name="reviewers"), Group.objects.get(name="senior"))
-    return user

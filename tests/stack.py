@@ -7,10 +7,11 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
+
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM_ARGS = [
@@ -41,18 +42,19 @@ def redis_available(url: str) -> bool:
 
 
 def wait_for_http(url: str, timeout: float = 30, process: subprocess.Popen | None = None) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def answers() -> bool:
         if process is not None and process.poll() is not None:
             raise RuntimeError(f"process exited with {process.returncode} before {url} answered")
         try:
-            urllib.request.urlopen(url, timeout=1)
-            return
+            urllib.request.urlopen(url, timeout=1).close()
         except urllib.error.HTTPError:
-            return
+            return True
         except OSError:
-            time.sleep(0.2)
-    raise TimeoutError(f"{url} did not answer within {timeout} s")
+            return False
+        return True
+
+    if not wait_for(answers, timeout=timeout, interval=0.2):
+        raise TimeoutError(f"{url} did not answer within {timeout} s")
 
 
 class Processes:
@@ -104,7 +106,8 @@ def production_env(database_name: str, redis_url: str, model_url: str, queue: st
     }
 
 
-def start_worker(processes: Processes, queue: str, concurrency: int = 2) -> subprocess.Popen:
+def start_worker(processes: Processes, queue: str, concurrency: int = 2, loglevel: str = "warning") -> subprocess.Popen:
+    """A Celery worker on queue; at loglevel "info" its log says when each task is received and has succeeded."""
     return processes.start(
         "-m",
         "celery",
@@ -118,7 +121,7 @@ def start_worker(processes: Processes, queue: str, concurrency: int = 2) -> subp
         "--pool",
         "threads",
         "-l",
-        "warning",
+        loglevel,
         "--without-gossip",
         "--without-mingle",
         "--without-heartbeat",
@@ -176,13 +179,7 @@ def sqlite_rows(db: Path, sql: str) -> list[tuple]:
 
 def wait_for_rows(db: Path, sql: str, timeout: float = 20) -> list[tuple]:
     """Poll an SQLite database until the query returns rows; returns them (or [] on time-out)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = sqlite_rows(db, sql)
-        if found:
-            return found
-        time.sleep(0.2)
-    return []
+    return wait_for(lambda: sqlite_rows(db, sql), timeout=timeout, interval=0.2) or []
 
 
 def start_demo(var_dir: Path, log_name: str = "demo", runs: bool = True):
@@ -207,7 +204,8 @@ def start_demo(var_dir: Path, log_name: str = "demo", runs: bool = True):
         db = var_dir / "reviewhub.sqlite3"
         if runs:
             pending = "select count(*) from approvals_toolcall where status='pending' having count(*) >= 3"
-            wait_for_rows(db, pending, timeout=30)
+            if not wait_for_rows(db, pending, timeout=60):
+                raise TimeoutError(f"the demo runs did not put three calls in the queue; see {proc.log_path}")
     except Exception:
         processes.stop()
         raise

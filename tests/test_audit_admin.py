@@ -16,17 +16,6 @@ RECORD = ["run", "toolcall", "decision", "message", "auditevent"]
 
 
 @pytest.fixture
-def refund(make_run, reviewer):
-    """A run with an auto-run lookup and a refund that alice approved and that ran."""
-    run = make_run("Check the status of order A-1002 and refund $35 for the missing item.")
-    call = run.tool_calls.get(status="pending")
-    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
-    loop.advance(run.pk)
-    call.refresh_from_db()
-    return call
-
-
-@pytest.fixture
 def rule(db):
     return PolicyRule.objects.create(
         name="Small refunds", tool_name="issue_refund", field="amount", operator="<=", value=20, outcome="run"
@@ -57,13 +46,13 @@ def ids(response):
     return sorted(obj.pk for obj in response.context["cl"].result_list)
 
 
-def test_an_auditor_can_read_every_list_and_page_of_the_record(client, auditor, refund, rule, setting):
+def test_an_auditor_can_read_every_list_and_page_of_the_record(client, auditor, approved_refund, rule, setting):
     client.force_login(auditor)
     objects = {
-        "run": refund.run,
-        "toolcall": refund,
-        "decision": refund.decisions.get(),
-        "message": refund.run.messages.first(),
+        "run": approved_refund.run,
+        "toolcall": approved_refund,
+        "decision": approved_refund.decisions.get(),
+        "message": approved_refund.run.messages.first(),
         "auditevent": AuditEvent.objects.first(),
         "policyrule": rule,
         "toolsetting": setting,
@@ -75,12 +64,12 @@ def test_an_auditor_can_read_every_list_and_page_of_the_record(client, auditor, 
         assert 'name="_save"' not in page.content.decode(), model
 
 
-def test_an_auditor_cannot_add_change_or_delete_anything(client, auditor, refund, rule, setting):
+def test_an_auditor_cannot_add_change_or_delete_anything(client, auditor, approved_refund, rule, setting):
     client.force_login(auditor)
     objects = {
-        "run": refund.run,
-        "toolcall": refund,
-        "decision": refund.decisions.get(),
+        "run": approved_refund.run,
+        "toolcall": approved_refund,
+        "decision": approved_refund.decisions.get(),
         "auditevent": AuditEvent.objects.first(),
         "policyrule": rule,
         "toolsetting": setting,
@@ -109,7 +98,7 @@ def test_an_auditor_cannot_add_change_or_delete_anything(client, auditor, refund
     )
     rule.refresh_from_db()
     assert rule.order == 100 and rule.enabled
-    assert AuditEvent.objects.filter(tool_call=refund).count() == 4
+    assert AuditEvent.objects.filter(tool_call=approved_refund).count() == 4
     setting.refresh_from_db()
     assert setting.timeout_minutes == 30
 
@@ -123,7 +112,7 @@ def test_an_auditor_who_is_also_a_superuser_still_cannot_edit_rules_or_settings(
     assert client.post(change("toolsetting", setting.pk), {"timeout_minutes": "1"}).status_code == 403
 
 
-def test_a_reviewer_cannot_open_the_audit_admin(client, staff_reviewer, refund):
+def test_a_reviewer_cannot_open_the_audit_admin(client, staff_reviewer, approved_refund):
     client.force_login(staff_reviewer)
     for model in RECORD:
         assert client.get(changelist(model)).status_code == 403, model
@@ -137,17 +126,17 @@ def test_someone_who_is_not_staff_is_sent_to_the_admin_login(client, reviewer):
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
 
 
-def test_the_call_page_shows_the_chain_from_proposal_through_decision_to_result(client, auditor, refund):
+def test_the_call_page_shows_the_chain_from_proposal_through_decision_to_result(client, auditor, approved_refund):
     client.force_login(auditor)
-    page = client.get(change("toolcall", refund.pk)).content.decode()
+    page = client.get(change("toolcall", approved_refund.pk)).content.decode()
     assert "✓ Every event below matches its hash and follows a stored event." in page
     assert "✓ What ran is what was approved" in page
     for text in [
         "Proposed, held for review",
-        refund.description,
+        approved_refund.description,
         "Order total",
         "Approved by <strong>alice</strong>",
-        "Ran with idempotency key <code>" + refund.idempotency_key,
+        "Ran with idempotency key <code>" + approved_refund.idempotency_key,
         "Executed",
         "Refunded $35.00 on order A-1002",
     ]:
@@ -159,57 +148,60 @@ def test_the_call_page_shows_the_chain_from_proposal_through_decision_to_result(
     assert order == sorted(order)
 
 
-def test_the_call_page_flags_an_event_that_was_changed(client, auditor, refund):
+def test_the_call_page_flags_an_event_that_was_changed(client, auditor, approved_refund):
     with tampering():
-        AuditEvent.objects.filter(tool_call=refund, kind="decided").update(actor_label="bob")
+        AuditEvent.objects.filter(tool_call=approved_refund, kind="decided").update(actor_label="bob")
     client.force_login(auditor)
-    page = client.get(change("toolcall", refund.pk)).content.decode()
+    page = client.get(change("toolcall", approved_refund.pk)).content.decode()
     assert "content does not match its hash" in page
     assert "✗ Some events below do not match" in page
 
 
-def test_the_call_list_filters_by_tool_tier_outcome_reviewer_and_date(client, auditor, refund, reviewer2):
+def test_the_call_list_filters_by_tool_tier_outcome_reviewer_and_date(client, auditor, approved_refund, reviewer2):
     client.force_login(auditor)
     lookup = ToolCall.objects.get(tool_name="get_order_status")
     url = changelist("toolcall")
-    assert ids(client.get(url)) == [lookup.pk, refund.pk]
-    assert ids(client.get(url, {"tool": "issue_refund"})) == [refund.pk]
+    assert ids(client.get(url)) == [lookup.pk, approved_refund.pk]
+    assert ids(client.get(url, {"tool": "issue_refund"})) == [approved_refund.pk]
     assert ids(client.get(url, {"tier": "read_only"})) == [lookup.pk]
-    assert ids(client.get(url, {"outcome": "approve"})) == [refund.pk]
+    assert ids(client.get(url, {"outcome": "approve"})) == [approved_refund.pk]
     assert ids(client.get(url, {"outcome": "auto_run"})) == [lookup.pk]
     assert ids(client.get(url, {"outcome": "reject"})) == []
-    assert ids(client.get(url, {"reviewer": refund.decisions.get().reviewer_id})) == [refund.pk]
+    assert ids(client.get(url, {"reviewer": approved_refund.decisions.get().reviewer_id})) == [approved_refund.pk]
     assert ids(client.get(url, {"reviewer": reviewer2.pk})) == []
     assert ids(client.get(url, {"created_at__gte": "2000-01-01", "created_at__lt": "2000-01-02"})) == []
-    assert ids(client.get(url, {"created_at__gte": refund.created_at.date().isoformat()})) == [lookup.pk, refund.pk]
+    assert ids(client.get(url, {"created_at__gte": approved_refund.created_at.date().isoformat()})) == [
+        lookup.pk,
+        approved_refund.pk,
+    ]
 
 
-def test_the_other_lists_filter_by_tool_verdict_kind_and_date(client, auditor, refund):
+def test_the_other_lists_filter_by_tool_verdict_kind_and_date(client, auditor, approved_refund):
     client.force_login(auditor)
-    decision = refund.decisions.get()
+    decision = approved_refund.decisions.get()
     assert ids(client.get(changelist("decision"), {"tool": "issue_refund", "verdict": "approve"})) == [decision.pk]
     assert ids(client.get(changelist("decision"), {"tool": "send_email"})) == []
     events = client.get(changelist("auditevent"), {"tool": "issue_refund", "kind": "executing"})
-    assert ids(events) == [AuditEvent.objects.get(tool_call=refund, kind="executing").pk]
+    assert ids(events) == [AuditEvent.objects.get(tool_call=approved_refund, kind="executing").pk]
     by_alice = client.get(changelist("auditevent"), {"actor": decision.reviewer_id})
     assert ids(by_alice) == [AuditEvent.objects.get(kind="decided").pk]
 
 
-def test_search_finds_calls_by_run_order_and_customer(client, auditor, refund):
+def test_search_finds_calls_by_run_order_and_customer(client, auditor, approved_refund):
     client.force_login(auditor)
     url = changelist("toolcall")
-    both = sorted(refund.run.tool_calls.values_list("pk", flat=True))
-    assert ids(client.get(url, {"q": str(refund.run_id)})) == both
-    assert ids(client.get(url, {"q": str(refund.run.public_id)})) == both
+    both = sorted(approved_refund.run.tool_calls.values_list("pk", flat=True))
+    assert ids(client.get(url, {"q": str(approved_refund.run_id)})) == both
+    assert ids(client.get(url, {"q": str(approved_refund.run.public_id)})) == both
     assert ids(client.get(url, {"q": "A-1002"})) == both
     assert ids(client.get(url, {"q": "a-1002"})) == both
-    assert ids(client.get(url, {"q": "Lee"})) == [refund.pk]
-    assert ids(client.get(url, {"q": "lee.wong@example.com"})) == [refund.pk]
+    assert ids(client.get(url, {"q": "Lee"})) == [approved_refund.pk]
+    assert ids(client.get(url, {"q": "lee.wong@example.com"})) == [approved_refund.pk]
     assert ids(client.get(url, {"q": "A-1003"})) == []
     events = ids(client.get(changelist("auditevent"), {"q": "A-1002"}))
     assert events == sorted(AuditEvent.objects.filter(tool_call__in=both).values_list("pk", flat=True))
-    assert ids(client.get(changelist("run"), {"q": "Lee"})) == [refund.run_id]
-    assert ids(client.get(changelist("decision"), {"q": "A-1002"})) == [refund.decisions.get().pk]
+    assert ids(client.get(changelist("run"), {"q": "Lee"})) == [approved_refund.run_id]
+    assert ids(client.get(changelist("decision"), {"q": "A-1002"})) == [approved_refund.decisions.get().pk]
 
 
 def _queries(client, url) -> list[str]:
@@ -218,10 +210,10 @@ def _queries(client, url) -> list[str]:
     return [q["sql"] for q in captured]
 
 
-def test_list_and_chain_pages_run_as_many_queries_with_more_data(client, auditor, make_run, reviewer, refund):
+def test_list_and_chain_pages_run_as_many_queries_with_more_data(client, auditor, make_run, reviewer, approved_refund):
     client.force_login(auditor)
     urls = [changelist(m) for m in RECORD] + [
-        change("toolcall", refund.pk),
+        change("toolcall", approved_refund.pk),
         changelist("toolcall") + "?reviewer=1&outcome=approve",
     ]
     before = {url: len(_queries(client, url)) for url in urls}
@@ -235,7 +227,7 @@ def test_list_and_chain_pages_run_as_many_queries_with_more_data(client, auditor
     assert {url: len(_queries(client, url)) for url in urls} == before
 
 
-def test_the_lists_never_count_the_whole_table(client, auditor, refund):
+def test_the_lists_never_count_the_whole_table(client, auditor, approved_refund):
     from approvals.admin import CappedPaginator
 
     client.force_login(auditor)
@@ -245,7 +237,7 @@ def test_the_lists_never_count_the_whole_table(client, auditor, refund):
         assert all(f"LIMIT {CappedPaginator.cap + 1}" in sql for sql in counts), model
 
 
-def test_a_capped_list_says_there_are_more(client, auditor, refund, monkeypatch):
+def test_a_capped_list_says_there_are_more(client, auditor, approved_refund, monkeypatch):
     from approvals.admin import CappedPaginator
 
     monkeypatch.setattr(CappedPaginator, "cap", 3)
@@ -254,8 +246,8 @@ def test_a_capped_list_says_there_are_more(client, auditor, refund, monkeypatch)
     assert "More than 3 audit events" in page
 
 
-def test_hidden_characters_in_what_the_model_wrote_are_made_visible(client, auditor, refund):
-    ToolCall.objects.filter(pk=refund.pk).update(reasoning="Refund \u202eevil\u202c now")
+def test_hidden_characters_in_what_the_model_wrote_are_made_visible(client, auditor, approved_refund):
+    ToolCall.objects.filter(pk=approved_refund.pk).update(reasoning="Refund \u202eevil\u202c now")
     client.force_login(auditor)
-    page = client.get(change("toolcall", refund.pk)).content.decode()
+    page = client.get(change("toolcall", approved_refund.pk)).content.decode()
     assert "[U+202E]" in page and "\u202e" not in page

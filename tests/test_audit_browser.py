@@ -3,22 +3,9 @@
 import pytest
 from django.urls import reverse
 
-from agents import loop
-from approvals import services
+from .livestack import browser_login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def approved_refund(make_run, reviewer, auditor):
-    """Set up before the browser starts: ORM calls made while Playwright's loop runs get their own connection."""
-    run = make_run("Check the status of order A-1002 and refund $35 for the missing item.")
-    call = run.tool_calls.get(status="pending")
-    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
-    loop.advance(run.pk)
-    auditor.set_password("pw-audit")
-    auditor.save()
-    return call
 
 
 def test_insight_charts_and_a_call_chain_render_with_no_csp_violation(live_server, approved_refund, auditor, browser):
@@ -28,10 +15,7 @@ def test_insight_charts_and_a_call_chain_render_with_no_csp_violation(live_serve
     page.on(
         "console", lambda message: problems.append(message.text) if "Content Security Policy" in message.text else None
     )
-    page.goto(live_server.url + reverse("login"))
-    page.fill("input[name=username]", auditor.username)
-    page.fill("input[name=password]", "pw-audit")
-    page.click("button[type=submit], input[type=submit]")
+    browser_login(page, live_server.url + reverse("login"), auditor.username, "pw-" + auditor.username)
 
     page.goto(live_server.url + reverse("approvals:insight"))
     bar = page.locator("svg.chart rect.o-approve").first

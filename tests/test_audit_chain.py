@@ -7,12 +7,13 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
 from django.test.utils import CaptureQueriesContext
-from django.urls import reverse
 
 from agents import loop
 from approvals import audit
 from approvals.models import AuditEvent, AuditHead, Run
 from tests.tampering import swap_ids, tampering
+
+from .reviewing import post
 
 pytestmark = pytest.mark.django_db
 
@@ -145,10 +146,7 @@ def test_every_step_of_a_reviewed_call_is_an_event_with_what_was_shown_and_what_
     call = run.tool_calls.get(status="pending")
     client.force_login(reviewer)
     # A forged reviewer in the form changes nothing: the session says who decides.
-    client.post(
-        reverse("approvals:call_approve", args=[call.pk]),
-        {"arguments_hash": call.arguments_hash, "reviewer": reviewer2.pk, "actor": "bob"},
-    )
+    post(client, call, "approve", reviewer=reviewer2.pk, actor="bob")
     loop.advance(run.pk)
     call.refresh_from_db()
     events = {e.kind: e for e in AuditEvent.objects.filter(tool_call=call)}

@@ -2,34 +2,18 @@
 
 import pytest
 
-from .stack import sqlite_rows, start_demo
+from agents.demo_data import DEMO_PASSWORD
+
+from .livestack import browser_login
+from .stack import sqlite_rows
 
 pytestmark = pytest.mark.browser
-
-PASSWORD = "review-demo-2026"
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    processes, info = start_demo(tmp_path_factory.mktemp("demo-var"))
-    yield info
-    processes.stop()
-
-
-@pytest.fixture
-def page(browser):
-    page = browser.new_page()
-    page.set_default_timeout(15000)
-    return page
 
 
 def test_a_reviewer_edits_a_490_refund_to_49_approves_it_and_the_run_completes(demo, page):
     from playwright.sync_api import expect
 
-    page.goto(demo["url"] + "/")
-    page.fill("input[name=username]", "reviewer")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
+    browser_login(page, demo["url"] + "/", "reviewer", DEMO_PASSWORD)
     expect(page.locator("h1")).to_have_text("Review queue")
 
     card = page.locator("article.call", has_text="Refund $490.00 to Dana Smith for order A-1001 (order total $49.00)")
@@ -60,10 +44,7 @@ def test_the_queue_works_without_javascript(demo, page):
     browser = page.context.browser
     context = browser.new_context(java_script_enabled=False)
     page = context.new_page()
-    page.goto(demo["url"] + "/login/")
-    page.fill("input[name=username]", "reviewer")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
+    browser_login(page, demo["url"] + "/login/", "reviewer", DEMO_PASSWORD)
     card = page.locator("article.call", has_text="Send an email to dana.smith@gmail.co")
     card.locator("input[name=reason]").fill("Wrong address: Dana is dana.smith@example.com")
     card.get_by_role("button", name="Reject").click()

@@ -4,32 +4,21 @@ and guidance that the agent acts on."""
 
 import pytest
 
-from .stack import start_demo, wait_for_rows
+from agents.demo_data import DEMO_PASSWORD
+
+from .livestack import browser_login
+from .stack import wait_for_rows
 
 pytestmark = pytest.mark.browser
 
-PASSWORD = "review-demo-2026"
 
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    processes, info = start_demo(tmp_path_factory.mktemp("demo-var"), log_name="demo-governance")
-    yield info
-    processes.stop()
-
-
-@pytest.fixture
-def page(demo, browser):
+@pytest.fixture(autouse=True)
+def logged_in(demo, page):
+    """Every test here starts on the queue, logged in as the demo reviewer."""
     from playwright.sync_api import expect
 
-    page = browser.new_page()
-    page.set_default_timeout(15000)
-    page.goto(demo["url"] + "/login/")
-    page.fill("input[name=username]", "reviewer")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
+    browser_login(page, demo["url"] + "/login/", "reviewer", DEMO_PASSWORD)
     expect(page.locator("h1")).to_have_text("Review queue")
-    return page
 
 
 def test_a_reviewer_claims_previews_and_edits_an_email_seeing_the_changes(demo, page):

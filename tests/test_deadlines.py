@@ -15,7 +15,7 @@ from approvals import services
 from approvals.models import AuditEvent, Decision, Run, ToolCall, ToolSetting
 from tests import support
 
-from .reviewing import advance, call_url, pending_call, post, senior  # noqa: F401
+from .reviewing import advance, call_url, pending_call, post
 
 pytestmark = pytest.mark.django_db
 

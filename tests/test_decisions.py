@@ -8,15 +8,14 @@ from approvals import services
 from approvals.models import AuditEvent, Decision, ToolCall
 from tests import support
 
-from .reviewing import action_url, post
+from .reviewing import action_url, call_url, pending_call, post
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def refund_call(make_run):
-    run = make_run("Order A-1001 arrived broken. Please refund $490.")
-    return run.tool_calls.get()
+    return pending_call(make_run, "Order A-1001 arrived broken. Please refund $490.")
 
 
 def test_the_queue_shows_each_pending_call_with_everything_needed(client, reviewer, refund_call):
@@ -88,7 +87,7 @@ def test_reject_gives_the_model_the_reason(client, reviewer, refund_call):
 
 def test_the_edit_form_is_prefilled_from_the_arguments(client, reviewer, refund_call):
     client.force_login(reviewer)
-    page = client.get(reverse("approvals:call", args=[refund_call.pk]) + "?edit=1").content.decode()
+    page = client.get(call_url(refund_call) + "?edit=1").content.decode()
     assert 'name="arg_amount" value="490.0"' in page
     assert 'name="arg_order_id" value="A-1001"' in page
     assert "the tool cannot be changed" in page
@@ -165,7 +164,7 @@ def test_the_requester_cannot_decide_their_own_runs_calls(client, requester, ref
 
 def test_a_user_who_is_not_a_reviewer_cannot_see_or_decide(client, outsider, refund_call):
     client.force_login(outsider)
-    assert client.get(reverse("approvals:call", args=[refund_call.pk])).status_code == 404
+    assert client.get(call_url(refund_call)).status_code == 404
     assert post(client, refund_call, action="approve").status_code == 404
     assert not Decision.objects.exists()
 

@@ -4,7 +4,6 @@ shown against the model's arguments, and explained to the model afterwards."""
 import json
 
 import pytest
-from django.urls import reverse
 
 from agents.models import Refund
 from approvals.models import Decision, ToolCall
@@ -98,15 +97,8 @@ def test_an_edit_cannot_change_the_tool(client, call, model):
     assert "tool_name: Unknown field." in response.content.decode()
     response = post(client, call, "edit", arguments_json=json.dumps({"name": "delete_customer", "customer_id": 1}))
     assert response.status_code == 400
-    response = client.post(
-        reverse("approvals:call_edit", args=[call.pk]),
-        {
-            "arguments_hash": call.review_hash,
-            "tool_name": "delete_customer",
-            "arg_order_id": "A-1001",
-            "arg_amount": "7.5",
-            "arg_reason": "lid",
-        },
+    response = post(
+        client, call, "edit", tool_name="delete_customer", arg_order_id="A-1001", arg_amount="7.5", arg_reason="lid"
     )
     assert response.status_code == 302
     call = advance(call)

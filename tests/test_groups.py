@@ -9,7 +9,7 @@ from agents.models import Refund
 from approvals import services
 from approvals.models import Decision, ToolCall, ToolSetting
 
-from .reviewing import advance, call_url, pending_call, post, senior, senior_rule  # noqa: F401
+from .reviewing import advance, call_url, pending_call, post, senior_rule
 
 pytestmark = pytest.mark.django_db
 

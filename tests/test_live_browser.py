@@ -12,13 +12,17 @@ from agents.models import Refund
 from approvals import services
 from approvals.models import Decision, Run, ToolCall
 
-from .livestack import session_cookie, wait_for
-from .stack import Processes, chromium, free_port, production_env, redis_available, start_asgi, start_worker
+from .livestack import session_cookie
+from .stack import Processes, free_port, production_env, redis_available, start_asgi, start_worker
+from .waiting import wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 REFUND_35 = "Order A-1002 arrived broken. Please refund $35."
 EMAIL_DANA = "Email Dana that her replacement has shipped."
+# How long a push may take to show, as a ceiling for a busy machine. It is no latency claim:
+# bench/fanout.py measures how fast a push reaches the queues.
+PUSHED = 15_000  # ms
 
 
 class Stack:
@@ -51,12 +55,6 @@ def stack(django_db_setup, django_db_blocker, model_server_instance):
     stack.start_asgi()
     yield stack
     stack.processes.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as browser:
-        yield browser
 
 
 def others_busy_in_the_database() -> int:
@@ -113,7 +111,7 @@ def start_run(requester, text) -> Run:
     return agent_services.run_start(agent_name="support", request=text, requested_by=requester)
 
 
-def pending_call(run: Run, tool: str) -> ToolCall:
+def wait_for_pending_call(run: Run, tool: str) -> ToolCall:
     call = wait_for(lambda: ToolCall.objects.filter(run=run, tool_name=tool, status=ToolCall.Status.PENDING).first())
     assert call is not None, f"the worker did not propose {tool} (its log is in var/test-logs)"
     return call
@@ -127,12 +125,12 @@ def test_two_reviewers_see_each_others_decision_live(open_page, reviewer, review
     a = is_live(open_page(reviewer))
     b = is_live(open_page(reviewer2))
 
-    refund = pending_call(start_run(requester, REFUND_35), "issue_refund")
-    for page in (a, b):  # within a second of the commit, with no reload
-        expect(page.locator(f"#queue #call-{refund.pk}")).to_be_visible(timeout=15_000)
-    email = pending_call(start_run(requester, EMAIL_DANA), "send_email")
+    refund = wait_for_pending_call(start_run(requester, REFUND_35), "issue_refund")
+    for page in (a, b):  # pushed, with no reload
+        expect(page.locator(f"#queue #call-{refund.pk}")).to_be_visible(timeout=PUSHED)
+    email = wait_for_pending_call(start_run(requester, EMAIL_DANA), "send_email")
     for page in (a, b):
-        expect(page.locator(f"#queue #call-{email.pk}")).to_be_visible(timeout=15_000)
+        expect(page.locator(f"#queue #call-{email.pk}")).to_be_visible(timeout=PUSHED)
         expect(page.locator("#toasts")).to_contain_text("New call to review: Refund $35.00")
         expect(page.locator("#queue-count")).to_have_text("2")
         expect(page).to_have_title("(2) Review queue · ReviewHub")
@@ -144,15 +142,15 @@ def test_two_reviewers_see_each_others_decision_live(open_page, reviewer, review
 
     a.locator(f"#call-{refund.pk} button[data-key=a]").click()
 
-    expect(b.locator(f"#call-{refund.pk}")).to_have_count(0, timeout=15_000)
-    expect(b_open.locator(f"#call-{refund.pk} .live-outcome")).to_contain_text("Approved by alice", timeout=15_000)
+    expect(b.locator(f"#call-{refund.pk}")).to_have_count(0, timeout=PUSHED)
+    expect(b_open.locator(f"#call-{refund.pk} .live-outcome")).to_contain_text("Approved by alice", timeout=PUSHED)
     expect(b_open.locator(f"#call-{refund.pk} button[data-key=a]")).to_be_disabled()
     assert focused_card(b) == f"call-{email.pk}"  # never on the call that was just decided
     expect(b.locator("#toasts")).to_contain_text("Approved by alice")
     for page in (a, b):
         expect(page.locator("#queue-count")).to_have_text("1")
         expect(page).to_have_title("(1) Review queue · ReviewHub")
-    expect(a.locator(f"#call-{refund.pk}")).to_have_count(0, timeout=15_000)  # A saw the outcome, then it left
+    expect(a.locator(f"#call-{refund.pk}")).to_have_count(0, timeout=PUSHED)  # A saw the outcome, then it left
     assert b.evaluate("window.notReloaded") and a.evaluate("window.notReloaded")
 
     # B's click raced the push: the server answers that it is already decided.
@@ -160,7 +158,8 @@ def test_two_reviewers_see_each_others_decision_live(open_page, reviewer, review
         "button => { button.disabled = false; button.click(); }"
     )
     expect(b_open.locator(f"#call-{refund.pk} .error")).to_contain_text("Already approved by alice")
-    assert wait_for(lambda: Refund.objects.count() == 1, timeout=10)
+    assert wait_for(lambda: Run.objects.get(pk=refund.run_id).status == Run.Status.COMPLETED)  # the refund ran
+    assert Refund.objects.count() == 1
     assert Decision.objects.filter(tool_call=refund).count() == 1
 
     # B is typing a reason to reject the email when A approves it: B sees why the field stops.
@@ -177,7 +176,7 @@ def test_a_page_that_reconnects_shows_what_was_proposed_while_it_was_away(open_p
 
     stack.stop_asgi()
     expect(page.locator("#live-status")).to_have_text("reconnecting…", timeout=5000)
-    call = pending_call(start_run(requester, REFUND_35), "issue_refund")  # its push reaches nobody
+    call = wait_for_pending_call(start_run(requester, REFUND_35), "issue_refund")  # its push reaches nobody
     stack.start_asgi()
 
     expect(page.locator(f"#queue #call-{call.pk}")).to_be_visible(timeout=10_000)
@@ -190,7 +189,7 @@ def test_without_websockets_the_queue_falls_back_to_polling(open_page, reviewer,
     page = open_page(reviewer, init_script="delete window.WebSocket;")
     expect(page.locator("#live-status")).to_have_text("polling")
 
-    call = pending_call(start_run(requester, REFUND_35), "issue_refund")
+    call = wait_for_pending_call(start_run(requester, REFUND_35), "issue_refund")
 
     expect(page.locator(f"#queue #call-{call.pk}")).to_be_visible(timeout=8000)
     expect(page.locator("#queue-count")).to_have_text("1")
@@ -199,9 +198,9 @@ def test_without_websockets_the_queue_falls_back_to_polling(open_page, reviewer,
 
 def test_a_reviewer_decides_from_the_keyboard(open_page, reviewer, requester, shop):
     page = is_live(open_page(reviewer))
-    refund = pending_call(start_run(requester, REFUND_35), "issue_refund")
+    refund = wait_for_pending_call(start_run(requester, REFUND_35), "issue_refund")
     expect(page.locator(f"#call-{refund.pk}")).to_be_visible()
-    email = pending_call(start_run(requester, EMAIL_DANA), "send_email")
+    email = wait_for_pending_call(start_run(requester, EMAIL_DANA), "send_email")
     expect(page.locator(f"#call-{email.pk}")).to_be_visible()
 
     page.keyboard.press("j")
@@ -253,7 +252,7 @@ def test_a_reviewer_in_another_tab_gets_a_browser_notification(open_page, review
     expect(page.locator("#notify-enable")).to_be_hidden()
     assert page.evaluate("window.asked") == 1
 
-    pending_call(start_run(requester, REFUND_35), "issue_refund")
+    wait_for_pending_call(start_run(requester, REFUND_35), "issue_refund")
 
     expect(page.locator("#toasts")).to_contain_text("New call to review: Refund $35.00")
     shown = page.evaluate("window.shown")
@@ -274,7 +273,7 @@ def test_the_run_page_follows_its_run(open_page, model, reviewer, requester, sho
     page = open_page(reviewer, f"/runs/{run.pk}/")
 
     expect(page.locator("#thinking")).to_have_text("model is thinking…", timeout=5000)
-    call = pending_call(run, "issue_refund")
+    call = wait_for_pending_call(run, "issue_refund")
     row = page.locator(f"#run-call-{call.pk}")
     expect(row).to_contain_text("Waiting for review")
     expect(page.locator("#thinking")).to_have_count(0)

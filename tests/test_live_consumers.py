@@ -1,19 +1,18 @@
 """The live sockets, through the real ASGI application (origin check, session login)."""
 
-import json
-
 import pytest
 import pytest_asyncio
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Group
 from django.db import connections
-from django.test import Client
 
-from approvals import access, services
-from approvals.models import Message, PolicyRule, Run, ToolCall, ToolSetting
-from approvals.services import ProposedCall
+from approvals import access
+from approvals.models import PolicyRule, ToolSetting
 from reviewhub.asgi import application
+
+from . import reviewing
+from .livestack import session_cookie
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -28,29 +27,8 @@ async def _close_connections():
     await sync_to_async(connections.close_all)()
 
 
-@pytest.fixture
-def run(shop, requester):
-    run = Run.objects.create(agent="support", request="Help the customer.", requested_by=requester)
-    services.message_append(run=run, role=Message.Role.USER, content=run.request)
-    return run
-
-
-@sync_to_async
-def propose(run, name, arguments, call_id):
-    services.step_record(run=run, content="I'll do it.", calls=[ProposedCall(call_id, name, json.dumps(arguments))])
-    return ToolCall.objects.get(run=run, call_id=call_id)
-
-
-@sync_to_async
-def approve(call, reviewer):
-    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
-
-
-@sync_to_async
-def session_cookie(user) -> bytes:
-    client = Client()
-    client.force_login(user)
-    return f"sessionid={client.cookies['sessionid'].value}".encode()
+propose = sync_to_async(reviewing.propose)
+approve = sync_to_async(reviewing.decide)
 
 
 async def socket(path, user=None, origin="http://testserver"):
@@ -58,7 +36,7 @@ async def socket(path, user=None, origin="http://testserver"):
     if origin:
         headers.append((b"origin", origin.encode()))
     if user is not None:
-        headers.append((b"cookie", await session_cookie(user)))
+        headers.append((b"cookie", (await sync_to_async(session_cookie)(user)).encode()))
     return WebsocketCommunicator(application, path, headers=headers)
 
 

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from approvals import access, fanout, services
-from approvals.models import Message, Run, ToolCall
-from approvals.services import ProposedCall
+from approvals import access, fanout
+
+from .reviewing import propose
 
 pytestmark = pytest.mark.django_db
 
@@ -14,13 +14,8 @@ REFUND = {"order_id": "A-1001", "amount": 45, "reason": "Item arrived damaged"}
 
 
 @pytest.fixture
-def call(shop, requester):
-    run = Run.objects.create(agent="support", request="Help the customer.", requested_by=requester)
-    services.message_append(run=run, role=Message.Role.USER, content=run.request)
-    services.step_record(
-        run=run, content="I'll do it.", calls=[ProposedCall("call_1", "issue_refund", json.dumps(REFUND))]
-    )
-    return ToolCall.objects.get(run=run)
+def call(run):
+    return propose(run, "issue_refund", REFUND)
 
 
 def test_the_panel_is_rendered_once_per_distinct_view(call, reviewer, reviewer2, requester, outsider, monkeypatch):

@@ -1,7 +1,6 @@
 """On the Redis channel layer: two ASGI processes behind one Redis both deliver
 every push, and a socket left idle stays open (the redis-py 8 timeout fix)."""
 
-import json
 import time
 from pathlib import Path
 
@@ -10,10 +9,9 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from approvals import services
-from approvals.models import Message, Run, ToolCall
-from approvals.services import ProposedCall
 
 from .livestack import queue_socket, receive_call, session_cookie
+from .reviewing import propose
 from .stack import Processes, free_port, production_env, redis_available, start_asgi
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.redis]
@@ -49,28 +47,12 @@ def two_servers(require_postgres, redis_layer):
     processes.stop()
 
 
-@pytest.fixture
-def run(shop, requester):
-    run = Run.objects.create(agent="support", request="Help the customer.", requested_by=requester)
-    services.message_append(run=run, role=Message.Role.USER, content=run.request)
-    return run
-
-
 def test_two_asgi_processes_both_deliver_every_push_after_an_idle_gap(two_servers, run, reviewer, reviewer2):
     (first, second), processes = two_servers
     with queue_socket(first, session_cookie(reviewer)) as alice, queue_socket(second, session_cookie(reviewer2)) as bob:
         time.sleep(IDLE_SECONDS)
 
-        services.step_record(
-            run=run,
-            content="I'll refund.",
-            calls=[
-                ProposedCall(
-                    "call_1", "issue_refund", json.dumps({"order_id": "A-1001", "amount": 45, "reason": "Broken"})
-                )
-            ],
-        )
-        call = ToolCall.objects.get(run=run)
+        call = propose(run, "issue_refund", {"order_id": "A-1001", "amount": 45, "reason": "Broken"})
 
         for socket in (alice, bob):
             message = receive_call(socket, call.pk)

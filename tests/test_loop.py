@@ -7,13 +7,9 @@ from agents.models import Customer, OrderNote, Refund
 from approvals import services
 from approvals.models import AuditEvent, Run, ToolCall
 
+from .reviewing import decide
+
 pytestmark = pytest.mark.django_db
-
-
-def decide(call, user, verdict="approve", **kwargs):
-    return services.toolcall_decide(
-        call_id=call.pk, reviewer=user, verdict=verdict, shown_hash=call.arguments_hash, **kwargs
-    )
 
 
 def test_a_refund_over_the_limit_waits_for_a_person(make_run):

@@ -10,7 +10,7 @@ from approvals import policy, services
 from approvals.models import AuditEvent, PolicyRule, ToolCall
 from approvals.tools import registry
 
-from .reviewing import advance, pending_call, post, senior, senior_rule  # noqa: F401
+from .reviewing import advance, pending_call, post, senior_rule
 
 pytestmark = pytest.mark.django_db
 

@@ -1,7 +1,7 @@
 """A real Celery worker on Redis resumes runs; what it executes, it executes once."""
 
-import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
@@ -15,6 +15,7 @@ from approvals import services
 from approvals.models import Decision, Run, ToolCall
 
 from .stack import Processes, production_env, redis_available, start_worker
+from .waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,20 +28,15 @@ def worker(require_postgres, model, settings):
     processes = Processes(
         production_env(connection.settings_dict["NAME"], django_settings.REDIS_TEST_URL, model.url, queue)
     )
-    start_worker(processes, queue)
+    start_worker(processes, queue, loglevel="info")  # its log says when each task has succeeded
     settings.TASKS_IN_PROCESS = False
     settings.REVIEWHUB_RESUME = "agents.dispatch.enqueue_advance"
     yield processes
     processes.stop()
 
 
-def wait_for(predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
+def worker_log(worker: Processes) -> str:
+    return Path(worker.procs[0].log_path).read_text()
 
 
 def pending_refund(run):
@@ -60,9 +56,7 @@ def test_a_worker_resumes_the_run_after_an_approval(make_run, reviewer, worker):
         arguments={"order_id": "A-1001", "amount": 49, "reason": "Item arrived damaged"},
     )
 
-    assert wait_for(lambda: Run.objects.get(pk=run.pk).status == Run.Status.COMPLETED), open(
-        worker.procs[0].log_path
-    ).read()
+    assert wait_for(lambda: Run.objects.get(pk=run.pk).status == Run.Status.COMPLETED), worker_log(worker)
     assert list(Refund.objects.values_list("amount", flat=True)) == [49]
     call.refresh_from_db()
     assert call.status == ToolCall.Status.EXECUTED
@@ -75,11 +69,14 @@ def test_a_task_delivered_twice_refunds_once(make_run, reviewer, worker, setting
     settings.REVIEWHUB_RESUME = "tests.support.record_resume"  # deliver by hand below
     services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
 
-    advance_run.delay(run.pk)
-    advance_run.delay(run.pk)
+    deliveries = [advance_run.delay(run.pk), advance_run.delay(run.pk)]
 
-    assert wait_for(lambda: Run.objects.get(pk=run.pk).status == Run.Status.COMPLETED)
-    time.sleep(0.5)  # let the second delivery finish too
+    assert wait_for(lambda: Run.objects.get(pk=run.pk).status == Run.Status.COMPLETED), worker_log(worker)
+    assert ToolCall.objects.get(pk=call.pk).status == ToolCall.Status.EXECUTED
+    # Both deliveries have run to their end: nothing still running could add a refund after the count below.
+    assert wait_for(lambda: all(f"[{task.id}] succeeded" in worker_log(worker) for task in deliveries), timeout=60), (
+        worker_log(worker)
+    )
     assert Refund.objects.count() == 1
     assert Refund.objects.get().idempotency_key == ToolCall.objects.get(pk=call.pk).idempotency_key
     assert Run.objects.get(pk=run.pk).step_count == 2
