@@ -17,6 +17,8 @@ from django.db import models
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from .templatetags.review import visible
+
 
 def canonical_json(value) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
@@ -218,7 +220,7 @@ class ToolCall(models.Model):
         permissions = [("review_toolcall", "Can review (approve, edit, reject) tool calls")]
 
     def __str__(self):
-        return f"{self.tool_name} #{self.pk}"
+        return f"{visible(self.tool_name)} #{self.pk}"  # the model names tools: its hidden characters show
 
     @property
     def idempotency_key(self) -> str:

@@ -29,6 +29,13 @@ def reveal(value) -> str:
 
 
 @register.filter
+def visible(value) -> str:
+    """Plain text with invisible and bidirectional characters written as [U+202E]: for a <title>, an
+    attribute or SVG text, where reveal's markup cannot go (the template still escapes the result)."""
+    return "".join(f"[U+{ord(ch):04X}]" if _is_hidden(ch) else ch for ch in str(value if value is not None else ""))
+
+
+@register.filter
 def duration(delta) -> str:
     if delta is None:
         return "no limit"
