@@ -234,6 +234,10 @@ AGENT_MAX_STEPS = env_int("AGENT_MAX_STEPS", 12)
 # approvals/ knows nothing of agents; this is the one seam between them.
 REVIEWHUB_RESUME = env_str("REVIEWHUB_RESUME", "agents.dispatch.enqueue_advance")
 REVIEW_EXPIRY_SECONDS = env_int("REVIEW_EXPIRY_SECONDS", 3600)
+# In the embedded demo only, New run starts runs on behalf of the demo's agent account, so that one
+# person can start a run and decide its calls (nobody decides the calls of a run they requested).
+# Anywhere else the requester is the logged-in user, whatever the environment says.
+REVIEWHUB_DEMO_RUNS_AS = env_str("REVIEWHUB_DEMO_RUNS_AS", "ops-agent") if DEMO else ""
 
 
 def mailer(backend: str) -> dict:

@@ -105,5 +105,13 @@ def test_the_default_mailer_is_smtp_in_production_and_files_in_the_demo(tmp_path
     code = "from django.conf import settings; print(settings.MAILERS['default']['BACKEND'])"
     production = manage(clean_env(tmp_path, SECRET_KEY=PRODUCTION["SECRET_KEY"]), "shell", "-c", code)
     demo = manage(clean_env(tmp_path, REVIEWHUB_DEMO="1"), "shell", "-c", code)
-    assert production.stdout.strip().endswith("smtp.EmailBackend"), production.stderr
-    assert demo.stdout.strip().endswith("filebased.EmailBackend"), demo.stderr
+    assert production.stdout.splitlines()[-1].endswith("smtp.EmailBackend"), production.stderr
+    assert demo.stdout.splitlines()[-1].endswith("filebased.EmailBackend"), demo.stderr
+
+
+def test_new_run_acts_for_the_demos_agent_account_only_in_the_demo(tmp_path):
+    code = "from django.conf import settings; print(repr(settings.REVIEWHUB_DEMO_RUNS_AS))"
+    production = clean_env(tmp_path, SECRET_KEY=PRODUCTION["SECRET_KEY"], REVIEWHUB_DEMO_RUNS_AS="ops-agent")
+    demo = clean_env(tmp_path, REVIEWHUB_DEMO="1")
+    assert manage(production, "shell", "-c", code).stdout.splitlines()[-1] == "''"
+    assert manage(demo, "shell", "-c", code).stdout.splitlines()[-1] == "'ops-agent'"
