@@ -21,11 +21,11 @@ ORDER = re.compile(r"\bA-\d{4}\b")
 AMOUNT = re.compile(r"\$(\d+(?:\.\d{1,2})?)")
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
 
-# The demo shop's customers, by first name, as the scripted agent "remembers" them.
+# The demo shop's customers, by first name, as the scripted agent "remembers" them, with an order of theirs.
 KNOWN = {
-    "dana": ("Dana Smith", "dana.smith@gmail.co"),  # not Dana's real address: a reviewer should catch it
-    "lee": ("Lee Wong", "lee.wong@example.com"),
-    "maria": ("Maria Garcia", "maria.garcia@example.com"),
+    "dana": ("Dana Smith", "dana.smith@gmail.co", "A-1001"),  # not Dana's real address: a reviewer should catch it
+    "lee": ("Lee Wong", "lee.wong@example.com", "A-1002"),
+    "maria": ("Maria Garcia", "maria.garcia@example.com", "A-1003"),
 }
 
 
@@ -51,7 +51,7 @@ def plan(instruction: str, default_order: str = "A-1001") -> tuple[str, list[dic
         return f"I'll cancel order {order} for the customer.", [_call("cancel_order", {"order_id": order})]
     if "email" in text:
         name = next((k for k in KNOWN if k in text), "dana")
-        full, address = KNOWN[name]
+        full, address, their_order = KNOWN[name]
         explicit = EMAIL.findall(instruction)
         to = explicit[0] if explicit else address
         return f"I'll email {full} to let them know.", [
@@ -59,6 +59,7 @@ def plan(instruction: str, default_order: str = "A-1001") -> tuple[str, list[dic
                 "send_email",
                 {
                     "to": to,
+                    "order_id": orders[0] if orders else their_order,
                     "subject": "An update on your order",
                     "body": f"Hi {full.split()[0]},\n\nYour replacement has shipped and should arrive in 2-3 days.\n\n"
                     "Best,\nThe support team",

@@ -7,6 +7,8 @@ from django.db import models
 from django.db.models import Sum
 from django.utils import timezone
 
+from approvals.text import visible
+
 
 class Customer(models.Model):
     name = models.CharField(max_length=200)
@@ -14,7 +16,7 @@ class Customer(models.Model):
     customer_since = models.DateField()
 
     def __str__(self):
-        return self.name
+        return visible(self.name)  # customers write their names: hidden characters show
 
 
 class Order(models.Model):

@@ -2,6 +2,7 @@
 code that describes them and fetches their facts."""
 
 import json
+import unicodedata
 from datetime import timedelta
 from decimal import Decimal
 from typing import Annotated
@@ -17,7 +18,9 @@ from approvals.tools import Tool, ToolContext, ToolError, registry
 
 from .models import Customer, Order, OrderNote, OutgoingEmail, Refund
 
-OrderId = Annotated[str, Field(pattern=r"^A-\d{4}$", description="Order number, like A-1001.")]
+# Patterns are ASCII only: \d would also take other scripts' digits (A-١٠٠١), \w and \s other letters and spaces.
+OrderId = Annotated[str, Field(pattern=r"^A-[0-9]{4}$", description="Order number, like A-1001.")]
+EMAIL_ADDRESS = r"^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}$"
 
 
 class Args(BaseModel):
@@ -184,24 +187,54 @@ def simulate_refund(args: IssueRefundArgs) -> str:
 
 
 class SendEmailArgs(Args):
-    to: str = Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", max_length=254, description="Recipient email address.")
+    to: str = Field(pattern=EMAIL_ADDRESS, max_length=254, description="Recipient email address.")
     subject: str = Field(min_length=1, max_length=200)
     body: str = Field(min_length=1, max_length=10000)
+    order_id: OrderId | None = Field(default=None, description="The order this email is about, if any.")
+
+    @field_validator("subject")
+    @classmethod
+    def one_line(cls, value: str) -> str:
+        # A line break in a header would start another header (Bcc: ...); the mailer refuses it at sending.
+        if any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in value):
+            raise ValueError("The subject must be one line, without line breaks or control characters.")
+        return value
+
+
+def _address_warning(to: str, customer, order, closest) -> str:
+    """Why the address looks wrong, with the right one in the same words; "" when it is the customer's."""
+    if order is not None and order.customer != customer:
+        return (
+            f"{to} is not the address of {order.customer.name}, the customer of order {order.number}:"
+            f" theirs is {order.customer.email}."
+        )
+    if customer is None:
+        hint = f" The closest customer is {closest.name} <{closest.email}>." if closest else ""
+        return f"{to} is not the address of any customer.{hint}"
+    return ""
 
 
 def email_facts(args: SendEmailArgs) -> dict:
+    """Whose address this is; when it is not the right customer's, a warning that names the right address."""
     customer = Customer.objects.filter(email__iexact=args.to).first()
-    if customer:
-        return {"recipient": f"{customer.name}, a customer since {customer.customer_since.isoformat()}"}
-    similar = Customer.objects.filter(email__istartswith=args.to.split("@")[0]).first()
-    facts = {"recipient": "NOT the address of any customer"}
-    if similar:
-        facts["closest_customer"] = f"{similar.name} <{similar.email}>"
+    order = Order.objects.select_related("customer").filter(number=args.order_id).first() if args.order_id else None
+    closest = None if customer else Customer.objects.filter(email__istartswith=args.to.split("@")[0]).first()
+    if customer is None:
+        facts = {"recipient": "NOT the address of any customer"}
+    else:
+        facts = {"recipient": f"{customer.name}, a customer since {customer.customer_since.isoformat()}"}
+    if warning := _address_warning(args.to, customer, order, closest):
+        facts["warning"] = warning
+    if order is not None:
+        facts["order_customer_email"] = f"{order.customer.email} ({order.customer.name})"
+    if closest:
+        facts["closest_customer"] = f"{closest.name} <{closest.email}>"
     return facts
 
 
 def describe_email(args: SendEmailArgs) -> str:
-    return f"Send an email to {args.to} with the subject “{args.subject}” ({len(args.body)} characters)"
+    about = f" about order {args.order_id}" if args.order_id else ""
+    return f"Send an email to {args.to} with the subject “{args.subject}” ({len(args.body)} characters){about}"
 
 
 def send_email(args: SendEmailArgs, ctx: ToolContext) -> str:
@@ -285,8 +318,9 @@ registry.register(
         func=send_email,
         describe=describe_email,
         facts=email_facts,
+        check=lambda a: _order_problem(a.order_id) if a.order_id else None,
         simulate=simulate_email,
-        material_facts=("recipient",),
+        material_facts=("recipient", "order_customer_email"),
     )
 )
 registry.register(

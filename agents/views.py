@@ -1,4 +1,6 @@
 from django import forms
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -17,19 +19,32 @@ class NewRunForm(forms.Form):
     dry_run = forms.BooleanField(required=False, label="Dry run (tools that write only show what they would do)")
 
 
+def requester_for(request: HttpRequest):
+    """Who requests a run started here: the logged-in user; in the embedded demo, its agent account
+    (settings.REVIEWHUB_DEMO_RUNS_AS), so that the one person trying it may decide the run's calls."""
+    if not settings.REVIEWHUB_DEMO_RUNS_AS:
+        return request.user
+    return get_user_model().objects.filter(username=settings.REVIEWHUB_DEMO_RUNS_AS, is_active=True).first()
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def new_run(request: HttpRequest) -> HttpResponse:
     form = NewRunForm(request.POST or None)
+    requester = requester_for(request)
     if request.method == "POST" and form.is_valid():
-        run = services.run_start(
-            agent_name=form.cleaned_data["agent"],
-            request=form.cleaned_data["request"],
-            requested_by=request.user,
-            dry_run=form.cleaned_data["dry_run"],
-        )
-        return redirect("approvals:run", pk=run.pk)
-    return render(request, "agents/new_run.html", {"form": form}, status=400 if form.errors else 200)
+        if requester is None:
+            form.add_error(None, f"The demo's agent account “{settings.REVIEWHUB_DEMO_RUNS_AS}” does not exist.")
+        else:
+            run = services.run_start(
+                agent_name=form.cleaned_data["agent"],
+                request=form.cleaned_data["request"],
+                requested_by=requester,
+                dry_run=form.cleaned_data["dry_run"],
+            )
+            return redirect("approvals:run", pk=run.pk)
+    context = {"form": form, "runs_as": settings.REVIEWHUB_DEMO_RUNS_AS}
+    return render(request, "agents/new_run.html", context, status=400 if form.errors else 200)
 
 
 @login_required

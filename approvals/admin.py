@@ -208,10 +208,24 @@ def _text(value) -> str:
     return format_html("<div class='rh-text'>{}</div>", reveal(value)) if value else "—"
 
 
+def revealed(attribute: str, description: str, shown=reveal):
+    """A read-only column or field for text a model or a customer wrote: escaped, hidden characters made
+    visible (reveal for a short value, _text for a long one, _pretty for JSON). Use as a ModelAdmin attribute."""
+
+    @admin.display(description=description)
+    def column(self, obj):
+        value = getattr(obj, attribute)
+        return shown(value) if value not in (None, "") else "—"
+
+    return column
+
+
 class ToolCallInline(admin.TabularInline):
     model = ToolCall
-    fields = ["tool_name", "status", "description", "created_at", "executed_at"]
+    fields = ["tool", "status", "description_shown", "created_at", "executed_at"]
     readonly_fields = fields
+    tool = revealed("tool_name", "tool")
+    description_shown = revealed("description", "description")
     show_change_link = True
     extra = 0
     can_delete = False
@@ -234,6 +248,24 @@ class RunAdmin(RecordAdmin):
     sortable_by = ["id", "created"]
     inlines = [ToolCallInline]
     ordering = ["-pk"]
+    fields = [
+        "public_id",
+        "agent",
+        "request_shown",
+        "requested_by",
+        "status",
+        "step_count",
+        "max_steps",
+        "thinking",
+        "last_error_shown",
+        "dry_run",
+        "created_at",
+        "updated_at",
+        "finished_at",
+    ]
+    readonly_fields = fields
+    request_shown = revealed("request", "request", _text)
+    last_error_shown = revealed("last_error", "last error", _text)
 
     def get_search_results(self, request, queryset, search_term):
         return queryset.filter(search.runs(search_term)), False
@@ -241,7 +273,7 @@ class RunAdmin(RecordAdmin):
 
 @admin.register(ToolCall)
 class ToolCallAdmin(RecordAdmin):
-    list_display = ["id", "tool_name", "status", "decision", "order", "customer", "run_link", "created"]
+    list_display = ["id", "tool", "status", "decision", "order", "customer", "run_link", "created"]
     list_filter = [ToolFilter, "tier", OutcomeFilter, "status", CallReviewerFilter, ("created_at", DateRangeFilter)]
     list_select_related = ["run"]
     search_fields = ["id"]
@@ -254,10 +286,10 @@ class ToolCallAdmin(RecordAdmin):
             {
                 "fields": [
                     "run",
-                    "call_id",
-                    "tool_name",
+                    "call_id_shown",
+                    "tool",
                     "tier",
-                    "description",
+                    "description_shown",
                     "arguments_shown",
                     "facts_shown",
                     "policy_shown",
@@ -283,6 +315,9 @@ class ToolCallAdmin(RecordAdmin):
         ),
     ]
     readonly_fields = [field for _, options in fieldsets for field in options["fields"]]
+    tool = revealed("tool_name", "tool")
+    call_id_shown = revealed("call_id", "call id")
+    description_shown = revealed("description", "description")
 
     def get_queryset(self, request):
         final = Decision.objects.filter(tool_call=OuterRef("pk"), final=True)
@@ -305,12 +340,12 @@ class ToolCallAdmin(RecordAdmin):
 
     @admin.display(description="order")
     def order(self, call):
-        return (call.arguments or {}).get("order_id", "")
+        return reveal((call.arguments or {}).get("order_id", ""))
 
     @admin.display(description="customer")
     def customer(self, call):
         facts = call.facts or {}
-        return facts.get("customer") or facts.get("customer_email") or (call.arguments or {}).get("to", "")
+        return reveal(facts.get("customer") or facts.get("customer_email") or (call.arguments or {}).get("to", ""))
 
     @admin.display(description="decision")
     def decision(self, call):
@@ -356,6 +391,22 @@ class DecisionAdmin(RecordAdmin):
     search_help_text = "A call or run id, an order number (A-1001), a customer's email or name."
     sortable_by = ["id", "created"]
     ordering = ["-created_at", "-pk"]
+    fields = [
+        "tool_call",
+        "reviewer",
+        "verdict",
+        "arguments_shown",
+        "arguments_hash",
+        "reason_shown",
+        "guidance_shown",
+        "final",
+        "round",
+        "created_at",
+    ]
+    readonly_fields = fields
+    arguments_shown = revealed("arguments", "arguments", _pretty)
+    reason_shown = revealed("reason", "reason", _text)
+    guidance_shown = revealed("guidance", "guidance", _text)
 
     def get_search_results(self, request, queryset, search_term):
         return queryset.filter(search.by_call(search_term, run_field="tool_call__run")), False
@@ -369,6 +420,11 @@ class MessageAdmin(RecordAdmin):
     search_fields = ["=run__id"]
     sortable_by = ["id"]
     ordering = ["-pk"]
+    fields = ["run", "seq", "role", "content_shown", "tool_calls_shown", "tool_call_id_shown", "created_at"]
+    readonly_fields = fields
+    content_shown = revealed("content", "content", _text)
+    tool_calls_shown = revealed("tool_calls", "tool calls", _pretty)
+    tool_call_id_shown = revealed("tool_call_id", "tool call id")
 
 
 @admin.register(AuditEvent)

@@ -3,6 +3,11 @@
 Each line carries the eight hashed fields, the event's id and hash, and the
 tool's name for convenience, so that anyone holding an export can recompute
 every hash (see approvals.hashing.event_canonical) and check the chain offline.
+
+CSV cells are safe to open in a spreadsheet (OWASP's "CSV Injection"): every cell is
+quoted, and a cell that would start like a formula gets a leading single quote. So do
+cells that start with a single quote, so a reader gets the stored value back by
+dropping exactly one leading quote from any cell that has one.
 """
 
 import csv
@@ -111,6 +116,18 @@ def jsonl_lines(selection: ExportFilter, chunk_size: int = CHUNK_SIZE) -> Iterat
         yield json.dumps(row, ensure_ascii=False) + "\n"
 
 
+# What makes a spreadsheet read a cell as a formula; and the quote that marks a cell as text.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+TEXT_MARK = "'"
+
+
+def spreadsheet_text(value):
+    """The cell as a spreadsheet shows text: a ' before a value that starts like a formula (or with ')."""
+    if isinstance(value, str) and value.startswith((*FORMULA_STARTS, TEXT_MARK)):
+        return TEXT_MARK + value
+    return value
+
+
 class _Line:
     """csv.writer writes into this and gets the line back, so nothing accumulates."""
 
@@ -119,11 +136,11 @@ class _Line:
 
 
 def csv_lines(selection: ExportFilter, chunk_size: int = CHUNK_SIZE) -> Iterator[str]:
-    writer = csv.writer(_Line())
+    writer = csv.writer(_Line(), quoting=csv.QUOTE_ALL)  # quotes every cell, doubles the quotes inside
     yield writer.writerow(COLUMNS)
     for row in rows(selection, chunk_size):
         row["payload"] = canonical_json(row["payload"])
-        yield writer.writerow([row[column] for column in COLUMNS])
+        yield writer.writerow([spreadsheet_text(row[column]) for column in COLUMNS])
 
 
 def lines(selection: ExportFilter, fmt: str, chunk_size: int = CHUNK_SIZE) -> Iterator[str]:

@@ -16,7 +16,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from .hashing import args_hash, event_canonical, sha256_hex
-from .text import arguments_diff, pretty_json
+from .text import arguments_diff, pretty_json, visible
 
 
 class Tier(models.TextChoices):
@@ -162,7 +162,7 @@ class ToolCall(models.Model):
         permissions = [("review_toolcall", "Can review (approve, edit, reject) tool calls")]
 
     def __str__(self):
-        return f"{self.tool_name} #{self.pk}"
+        return f"{visible(self.tool_name)} #{self.pk}"  # the model names tools: its hidden characters show
 
     @property
     def idempotency_key(self) -> str:

@@ -1,7 +1,22 @@
 """How values read to people: durations, JSON for display, and what an edit changed."""
 
 import json
+import unicodedata
 from datetime import timedelta
+
+BIDI = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def is_hidden(ch: str) -> bool:
+    """An invisible or bidirectional control character (not newline or tab)."""
+    if ch in "\n\t":
+        return False
+    return ch in BIDI or unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs", "Zl", "Zp")
+
+
+def visible(value) -> str:
+    """Plain text with invisible and bidirectional characters written as [U+202E]."""
+    return "".join(f"[U+{ord(ch):04X}]" if is_hidden(ch) else ch for ch in str(value if value is not None else ""))
 
 
 def duration_text(delta: timedelta, *, coarse: bool = False) -> str:

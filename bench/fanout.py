@@ -68,6 +68,8 @@ def ensure_database(url: str) -> None:
 
 def setup_django(args) -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = "reviewhub.settings"
+    # A local tool: any key will do, shared with the server it starts (sessions are made here).
+    os.environ.setdefault("SECRET_KEY", "bench-only-" + os.urandom(32).hex())
     os.environ["DATABASE_URL"] = args.database_url
     os.environ["REDIS_URL"] = args.redis_url
     os.environ["LOG_LEVEL"] = "WARNING"

@@ -3,12 +3,19 @@
 With nothing set, ReviewHub runs embedded: SQLite, an in-memory channel layer,
 and agent steps run in a thread of the web process. Set DATABASE_URL (PostgreSQL)
 and REDIS_URL (Celery broker and Channels layer) for the production-like mode.
+
+With DEBUG off (the default) the settings are production ones: a SECRET_KEY is
+required and cookies are Secure, except for the embedded demo (REVIEWHUB_DEMO,
+which `manage.py demo` sets for itself) and plain-HTTP trials
+(REVIEWHUB_INSECURE_HTTP).
 """
 
 import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.utils import get_random_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -34,10 +41,61 @@ def env_list(name: str, default: str) -> list[str]:
 
 VAR_DIR = Path(env_str("REVIEWHUB_VAR_DIR", str(BASE_DIR / "var")))
 
-SECRET_KEY = env_str("SECRET_KEY", "dev-only-insecure-key-change-me")
+
+def kept_secret_key(path: Path) -> str:
+    """A random key made once and kept in a file only its owner reads (the embedded demo's)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    key = get_random_secret_key()
+    with os.fdopen(fd, "w") as file:
+        file.write(key)
+    return key
+
+
+def secret_key(*, local: bool) -> str:
+    """SECRET_KEY from the environment; without one, only a local process (DEBUG or the demo) starts."""
+    key = env_str("SECRET_KEY").strip()
+    if key:
+        return key
+    if not local:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set. Set it to a long random value (every process of one ReviewHub shares it); "
+            "DEBUG=1 or REVIEWHUB_DEMO=1 keep a random development key in the var/ directory instead."
+        )
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    return kept_secret_key(VAR_DIR / "secret_key")
+
+
+def proxy_ssl_header(name: str) -> tuple[str, str] | None:
+    """The header a TLS-terminating proxy sets to "https": "X-Forwarded-Proto" -> ("HTTP_X_FORWARDED_PROTO", ...)."""
+    header = env_str(name).strip()
+    if not header:
+        return None
+    return "HTTP_" + header.upper().replace("-", "_"), "https"
+
+
 DEBUG = env_bool("DEBUG", False)
+# The embedded demo (`manage.py demo` sets this for itself, see manage.py): plain HTTP on
+# 127.0.0.1, a random key kept in var/, and New run on behalf of the demo's agent account.
+DEMO = env_bool("REVIEWHUB_DEMO", False)
+SECRET_KEY = secret_key(local=DEBUG or DEMO)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+
+# HTTPS. With DEBUG off, cookies are Secure and HSTS is sent, unless REVIEWHUB_INSECURE_HTTP=1
+# (a trial over plain HTTP; the demo's default). HSTS is only ever sent on HTTPS responses.
+HTTPS = not DEBUG and not env_bool("REVIEWHUB_INSECURE_HTTP", DEMO)
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000) if HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
+# Off by default: a proxy that terminates TLS usually redirects, and without SECURE_PROXY_SSL_HEADER
+# Django behind it would see every request as plain HTTP and redirect forever.
+SECURE_SSL_REDIRECT = HTTPS and env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_PROXY_SSL_HEADER = proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
 
 INSTALLED_APPS = [
     "daphne",
@@ -176,16 +234,32 @@ AGENT_MAX_STEPS = env_int("AGENT_MAX_STEPS", 12)
 # approvals/ knows nothing of agents; this is the one seam between them.
 REVIEWHUB_RESUME = env_str("REVIEWHUB_RESUME", "agents.dispatch.enqueue_advance")
 REVIEW_EXPIRY_SECONDS = env_int("REVIEW_EXPIRY_SECONDS", 3600)
+# In the embedded demo only, New run starts runs on behalf of the demo's agent account, so that one
+# person can start a run and decide its calls (nobody decides the calls of a run they requested).
+# Anywhere else the requester is the logged-in user, whatever the environment says.
+REVIEWHUB_DEMO_RUNS_AS = env_str("REVIEWHUB_DEMO_RUNS_AS", "ops-agent") if DEMO else ""
 
-# Outgoing email: written to files in var/outbox by default (EMAIL_BACKEND to change).
-MAILERS = {
-    "default": {
-        "BACKEND": env_str("EMAIL_BACKEND", "django.core.mail.backends.filebased.EmailBackend"),
-        "OPTIONS": {"file_path": env_str("EMAIL_FILE_PATH", str(VAR_DIR / "outbox"))}
-        if "filebased" in env_str("EMAIL_BACKEND", "filebased")
-        else {},
+
+def mailer(backend: str) -> dict:
+    """The default mailer: files in EMAIL_FILE_PATH, or SMTP configured by EMAIL_HOST and friends."""
+    if backend.endswith("filebased.EmailBackend"):
+        return {"BACKEND": backend, "OPTIONS": {"file_path": env_str("EMAIL_FILE_PATH", str(VAR_DIR / "outbox"))}}
+    if not backend.endswith("smtp.EmailBackend"):
+        return {"BACKEND": backend}
+    options = {
+        "host": env_str("EMAIL_HOST", "localhost"),
+        "port": env_int("EMAIL_PORT", 25),
+        "username": env_str("EMAIL_HOST_USER"),
+        "password": env_str("EMAIL_HOST_PASSWORD"),
+        "use_tls": env_bool("EMAIL_USE_TLS", False),
     }
-}
+    return {"BACKEND": backend, "OPTIONS": options}
+
+
+# Outgoing email: SMTP in production; files in var/outbox for DEBUG and the demo (EMAIL_BACKEND to change).
+LOCAL_EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+SMTP_EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+MAILERS = {"default": mailer(env_str("EMAIL_BACKEND", LOCAL_EMAIL_BACKEND if DEBUG or DEMO else SMTP_EMAIL_BACKEND))}
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "support@shop.example")
 
 LOGGING = {

@@ -93,6 +93,8 @@ class Processes:
 
 
 def production_env(database_name: str, redis_url: str, model_url: str, queue: str) -> dict:
+    from django.conf import settings
+
     return {
         "DJANGO_SETTINGS_MODULE": "reviewhub.settings",
         "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{database_name}",
@@ -103,6 +105,9 @@ def production_env(database_name: str, redis_url: str, model_url: str, queue: st
         "MODEL_RETRY_BACKOFF": "0.05",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend",
+        # Production settings over plain HTTP on 127.0.0.1, with the tests' key: they make the session cookies.
+        "SECRET_KEY": settings.SECRET_KEY,
+        "REVIEWHUB_INSECURE_HTTP": "1",
     }
 
 
@@ -194,8 +199,10 @@ def start_demo(var_dir: Path, log_name: str = "demo", runs: bool = True):
             "REDIS_URL": "",
             "OPENAI_API_KEY": "",
             "OPENAI_BASE_URL": "",
+            "SECRET_KEY": "",  # the demo keeps a key of its own in var_dir
         }
     )
+    processes.env.pop("REVIEWHUB_INSECURE_HTTP", None)  # plain HTTP because it is the demo, not by the tests' say
     proc = processes.start(
         "manage.py", "demo", "--port", str(port), *([] if runs else ["--no-runs"]), log_name=log_name
     )

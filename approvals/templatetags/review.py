@@ -1,5 +1,3 @@
-import unicodedata
-
 from django import template
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
@@ -9,25 +7,24 @@ from approvals.text import duration_text
 
 register = template.Library()
 
-BIDI = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-
-
-def _is_hidden(ch: str) -> bool:
-    if ch in "\n\t":
-        return False
-    return ch in BIDI or unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs", "Zl", "Zp")
-
 
 @register.filter
 def reveal(value) -> str:
     """Escape untrusted text and make invisible and bidirectional characters visible."""
     out = []
     for ch in str(value if value is not None else ""):
-        if _is_hidden(ch):
+        if text.is_hidden(ch):
             out.append(f'<mark class="hidden-char" title="invisible character">[U+{ord(ch):04X}]</mark>')
         else:
             out.append(escape(ch))
     return mark_safe("".join(out))
+
+
+@register.filter
+def visible(value) -> str:
+    """Plain text with invisible and bidirectional characters written as [U+202E]: for a <title>, an
+    attribute or SVG text, where reveal's markup cannot go (the template still escapes the result)."""
+    return text.visible(value)
 
 
 @register.filter
