@@ -20,12 +20,12 @@ EMAIL = {"to": "dana.smith@example.com", "subject": "Your order", "body": "It ha
 @pytest.fixture
 def run(shop, requester):
     run = Run.objects.create(agent="support", request="Help the customer.", requested_by=requester)
-    services.message_append(run, role=Message.Role.USER, content=run.request)
+    services.message_append(run=run, role=Message.Role.USER, content=run.request)
     return run
 
 
 def gate(run, name, arguments, call_id="call_1") -> ToolCall:
-    services.step_record(run, content="I'll do it.", calls=[ProposedCall(call_id, name, json.dumps(arguments))])
+    services.step_record(run=run, content="I'll do it.", calls=[ProposedCall(call_id, name, json.dumps(arguments))])
     return ToolCall.objects.get(run=run, call_id=call_id)
 
 

@@ -18,7 +18,7 @@ def test_a_dry_run_writes_no_refund_and_no_email(make_run, client, reviewer):
     refund = pending_call(make_run, "Order A-1001 arrived broken. Please refund $40.", dry_run=True)
     email = pending_call(make_run, "Email Dana that her replacement has shipped.", dry_run=True)
     for call in (refund, email):
-        post(client, call, "approve")
+        post(client, call, "approve", approve_anyway="1")  # the email to a wrong address warns
         call = advance(call)
         assert call.status == ToolCall.Status.EXECUTED
         assert call.output.startswith("[dry run] Would")

@@ -53,7 +53,7 @@ def record(shop, requester, reviewer):
     run = agent_services.run_start(agent_name="support", request=f"Email Dana{HIDDEN} please", requested_by=requester)
     email = {"to": "dana.smith@example.com", "subject": f"Your order{HIDDEN} A-1001", "body": f"Hello{HIDDEN}"}
     services.step_record(
-        run,
+        run=run,
         content=f"I will write{HIDDEN} to Dana.",
         calls=[
             ProposedCall("call_1", "send_email", json.dumps(email)),
