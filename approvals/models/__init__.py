@@ -1,0 +1,26 @@
+"""The system of record: runs, their transcript, tool calls, decisions, policy, audit.
+
+This app knows nothing about language models. A run is a conversation in the
+OpenAI chat format because that is the lingua franca of agents, not because
+approvals/ calls a model.
+"""
+
+from .audit import GENESIS_HASH, HASHED_FIELDS, AuditEvent, AuditHead
+from .calls import Decision, ToolCall
+from .policy import PolicyRule, ShadowResult, ToolSetting
+from .runs import Message, Run, Tier
+
+__all__ = [
+    "GENESIS_HASH",
+    "HASHED_FIELDS",
+    "AuditEvent",
+    "AuditHead",
+    "Decision",
+    "Message",
+    "PolicyRule",
+    "Run",
+    "ShadowResult",
+    "Tier",
+    "ToolCall",
+    "ToolSetting",
+]

@@ -1,0 +1,81 @@
+"""The audit trail: append-only events chained by hash, and the head of the chain."""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from ..hashing import event_canonical, sha256_hex
+from .calls import ToolCall
+from .runs import Run
+
+HASHED_FIELDS = ("run_id", "tool_call_id", "kind", "actor_id", "actor_label", "payload", "created_at", "prev_hash")
+GENESIS_HASH = "0" * 64
+
+
+class AuditEvent(models.Model):
+    """One append-only step of the trail; each event hashes its predecessor.
+
+    On PostgreSQL a trigger refuses UPDATE and DELETE on this table (migration 0003).
+    """
+
+    class Kind(models.TextChoices):
+        RUN_STARTED = "run_started"
+        PROPOSED = "proposed"
+        AUTO_RUN = "auto_run"
+        INVALID = "invalid"
+        FORBIDDEN = "forbidden"
+        DECIDED = "decided"
+        EXECUTING = "executing"
+        EXECUTED = "executed"
+        FAILED = "failed"
+        EXPIRED = "expired"
+        RESUMED = "resumed"
+        COMPLETED = "completed"
+        RUN_FAILED = "run_failed"
+        CANCELLED = "cancelled"
+        UNDONE = "undone"
+        REVIEW_CLAIMED = "review_claimed"
+        REVIEW_RELEASED = "review_released"
+        DEADLINE_NEAR = "deadline_near"
+        ESCALATED = "escalated"
+        RETURNED = "returned"
+
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events")
+    tool_call = models.ForeignKey(
+        ToolCall, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events"
+    )
+    kind = models.CharField(max_length=32, choices=Kind.choices, db_index=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT)
+    actor_label = models.CharField(max_length=150)
+    payload = models.JSONField(default=dict)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    prev_hash = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64, unique=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            # When each reviewer opened each call: the insight page's time to approve reads only this.
+            models.Index(
+                fields=["tool_call", "actor", "created_at"],
+                condition=Q(kind="review_claimed"),
+                name="auditevent_claims",
+            ),
+        ]
+
+    def canonical(self) -> str:
+        return event_canonical(**{name: getattr(self, name) for name in HASHED_FIELDS})
+
+    def compute_hash(self) -> str:
+        return sha256_hex(self.canonical())
+
+    @property
+    def hash_matches(self) -> bool:
+        return self.compute_hash() == self.hash
+
+
+class AuditHead(models.Model):
+    """A single row holding the chain's last hash; locked to append in order."""
+
+    last_hash = models.CharField(max_length=64, default=GENESIS_HASH)

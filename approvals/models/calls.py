@@ -1,0 +1,198 @@
+"""Tool calls and the decisions on them."""
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth.models import Group
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from ..hashing import args_hash
+from ..text import arguments_diff, pretty_json, visible
+from .runs import Message, Run, Tier
+
+
+class ToolCall(models.Model):
+    class Status(models.TextChoices):
+        INVALID = "invalid", "Invalid"
+        FORBIDDEN = "forbidden", "Forbidden"
+        PENDING = "pending", "Waiting for review"
+        APPROVED = "approved", "Approved"
+        EXECUTING = "executing", "Executing"
+        EXECUTED = "executed", "Executed"
+        FAILED = "failed", "Failed"
+        REJECTED = "rejected", "Rejected"
+        EXPIRED = "expired", "Expired"
+        CANCELLED = "cancelled", "Cancelled"
+        UNDONE = "undone", "Undone"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_calls")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="calls")
+    call_id = models.CharField(max_length=200)
+    tool_name = models.CharField(max_length=200, db_index=True)
+    arguments = models.JSONField(null=True, blank=True)
+    raw_arguments = models.TextField(blank=True)
+    arguments_hash = models.CharField(max_length=64, blank=True)
+    tier = models.CharField(max_length=16, choices=Tier.choices, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, db_index=True)
+    policy = models.JSONField(default=dict, blank=True)
+    required_approvals = models.PositiveSmallIntegerField(default=1)
+    description = models.TextField(blank=True)
+    # After a reviewer's edit: the description of the edited call (description stays the model's proposal).
+    edited_description = models.TextField(blank=True)
+    facts = models.JSONField(default=dict, blank=True)
+    reasoning = models.TextField(blank=True)
+    user_request = models.TextField(blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    # While pending: a reviewer's edit that others are asked to approve (N-of-M); once approved: what runs.
+    approved_arguments = models.JSONField(null=True, blank=True)
+    output = models.TextField(blank=True)
+    output_recorded = models.BooleanField(default=False)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    executed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # Who may decide: members of this group only (empty: any reviewer). Set by policy, changed by escalation.
+    review_group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    # A call returned to the queue (facts changed, policy changed) is reviewed again in a new round.
+    review_round = models.PositiveSmallIntegerField(default=1)
+    returned_reason = models.TextField(blank=True)
+    changed_facts = models.JSONField(default=dict, blank=True)
+    # "Being reviewed by X": a hint for other reviewers, never a lock.
+    reviewing_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reviewing_until = models.DateTimeField(null=True, blank=True)
+    warn_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    warned_at = models.DateTimeField(null=True, blank=True)
+    escalated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["run", "call_id"], name="toolcall_unique_call_id")]
+        permissions = [("review_toolcall", "Can review (approve, edit, reject) tool calls")]
+
+    def __str__(self):
+        return f"{visible(self.tool_name)} #{self.pk}"  # the model names tools: its hidden characters show
+
+    @property
+    def idempotency_key(self) -> str:
+        return f"run-{self.run.public_id}-call-{self.pk}"
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status == self.Status.PENDING
+
+    @property
+    def pretty_arguments(self) -> str:
+        if self.arguments is None:
+            return self.raw_arguments
+        return pretty_json(self.arguments)
+
+    def time_left(self):
+        if self.expires_at is None:
+            return None
+        return max(self.expires_at - timezone.now(), timedelta(0))
+
+    @property
+    def near_deadline(self) -> bool:
+        return self.is_pending and self.warn_at is not None and self.warn_at <= timezone.now()
+
+    @property
+    def review_arguments(self):
+        """The arguments reviewers are asked about: the model's, or an edit already approved by someone."""
+        return self.approved_arguments if self.approved_arguments is not None else self.arguments
+
+    @property
+    def review_hash(self) -> str:
+        """The hash a decision must be bound to."""
+        if self.approved_arguments is None:
+            return self.arguments_hash
+        return args_hash(self.approved_arguments)
+
+    @property
+    def pretty_review_arguments(self) -> str:
+        return pretty_json(self.review_arguments)
+
+    @property
+    def changes(self) -> list[dict]:
+        """How a reviewer's edit differs from what the model proposed."""
+        if self.arguments is None or self.approved_arguments is None:
+            return []
+        return arguments_diff(self.arguments, self.approved_arguments)
+
+    @property
+    def current_description(self) -> str:
+        return self.edited_description or self.description
+
+    @property
+    def warning(self) -> str:
+        """What the facts fetched by code say against running this call as it stands ("" when nothing)."""
+        return str((self.facts or {}).get("warning") or "")
+
+    @property
+    def fact_rows(self) -> list[dict]:
+        """The facts for display, each marked if it changed since the call was last reviewed."""
+        changed = self.changed_facts or {}
+        return [
+            {"key": key, "value": value, "changed": key in changed, "before": (changed.get(key) or {}).get("before")}
+            for key, value in (self.facts or {}).items()
+        ]
+
+    @property
+    def current_reviewer(self):
+        """Who said they are looking at this call, while that still holds."""
+        if self.reviewing_by_id and self.reviewing_until and self.reviewing_until > timezone.now():
+            return self.reviewing_by
+        return None
+
+    def final_decision(self):
+        return self.decisions.filter(final=True).select_related("reviewer").order_by("-id").first()
+
+    def round_approvals(self, arguments_hash: str | None = None) -> list["Decision"]:
+        """Approvals in this review round of exactly these arguments (by default, those now under review)."""
+        return list(
+            self.decisions.filter(
+                round=self.review_round,
+                verdict__in=Decision.APPROVING,
+                arguments_hash=arguments_hash or self.review_hash,
+            ).select_related("reviewer")
+        )
+
+
+class Decision(models.Model):
+    class Verdict(models.TextChoices):
+        APPROVE = "approve", "Approved"
+        EDIT = "edit", "Edited and approved"
+        REJECT = "reject", "Rejected"
+        EXPIRE = "expire", "Expired"
+
+    APPROVING = (Verdict.APPROVE, Verdict.EDIT)
+
+    tool_call = models.ForeignKey(ToolCall, on_delete=models.PROTECT, related_name="decisions")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT)
+    verdict = models.CharField(max_length=16, choices=Verdict.choices)
+    arguments = models.JSONField(null=True, blank=True)
+    arguments_hash = models.CharField(max_length=64, blank=True)
+    reason = models.TextField(blank=True)
+    # What the reviewer tells the agent to do instead; the model reads it after the step's tool outputs.
+    guidance = models.TextField(blank=True)
+    # The decision that settled the call (for N approvals: the Nth). One per review round.
+    final = models.BooleanField(default=True)
+    round = models.PositiveSmallIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["tool_call", "round"], condition=Q(final=True), name="decision_one_final"),
+            models.UniqueConstraint(
+                fields=["tool_call", "round", "reviewer"],
+                condition=Q(reviewer__isnull=False),
+                name="decision_one_per_reviewer",
+            ),
+        ]
+
+    @property
+    def reviewer_label(self) -> str:
+        return self.reviewer.get_username() if self.reviewer else "system"

@@ -1,0 +1,89 @@
+"""Runs and their transcript, in the OpenAI chat format (the lingua franca of agents)."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Tier(models.TextChoices):
+    READ_ONLY = "read_only", "Read-only"
+    REVERSIBLE = "reversible", "Reversible"
+    APPROVAL = "approval", "Approval required"
+    FORBIDDEN = "forbidden", "Forbidden"
+
+
+class Run(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        WAITING = "waiting"
+        COMPLETED = "completed"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING, Status.WAITING)
+
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    agent = models.CharField(max_length=100)
+    request = models.TextField()
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    step_count = models.PositiveIntegerField(default=0)
+    max_steps = models.PositiveIntegerField(default=12)
+    thinking = models.BooleanField(default=False)
+    last_error = models.TextField(blank=True)
+    dry_run = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"Run {self.pk} ({self.agent})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+    def open_step(self):
+        """The last assistant message, if it asked for tools."""
+        last = self.messages.filter(role=Message.Role.ASSISTANT).order_by("-seq").first()
+        if last is not None and last.tool_calls:
+            return last
+        return None
+
+
+class Message(models.Model):
+    """One row of the transcript, in the OpenAI chat format. Append-only."""
+
+    class Role(models.TextChoices):
+        SYSTEM = "system"
+        USER = "user"
+        ASSISTANT = "assistant"
+        TOOL = "tool"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="messages")
+    seq = models.PositiveIntegerField()
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField(blank=True)
+    tool_calls = models.JSONField(default=list, blank=True)
+    tool_call_id = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="message_unique_seq")]
+
+    def as_openai(self) -> dict:
+        message = {"role": self.role, "content": self.content}
+        if self.role == self.Role.ASSISTANT and self.tool_calls:
+            message["tool_calls"] = self.tool_calls
+            message["content"] = self.content or None
+        if self.role == self.Role.TOOL:
+            message["tool_call_id"] = self.tool_call_id
+        return message
