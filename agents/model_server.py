@@ -41,7 +41,6 @@ def plan(instruction: str, default_order: str = "A-1001") -> tuple[str, list[dic
     """
     text = instruction.lower()
     orders = ORDER.findall(instruction)
-    amounts = [float(a) for a in AMOUNT.findall(instruction)]
     order = orders[0] if orders else default_order
     if "delete" in text and "customer" in text:
         return "The customer wants their account removed; I'll delete the customer record.", [
@@ -50,35 +49,40 @@ def plan(instruction: str, default_order: str = "A-1001") -> tuple[str, list[dic
     if "cancel" in text:
         return f"I'll cancel order {order} for the customer.", [_call("cancel_order", {"order_id": order})]
     if "email" in text:
-        name = next((k for k in KNOWN if k in text), "dana")
-        full, address, their_order = KNOWN[name]
-        explicit = EMAIL.findall(instruction)
-        to = explicit[0] if explicit else address
-        return f"I'll email {full} to let them know.", [
-            _call(
-                "send_email",
-                {
-                    "to": to,
-                    "order_id": orders[0] if orders else their_order,
-                    "subject": "An update on your order",
-                    "body": f"Hi {full.split()[0]},\n\nYour replacement has shipped and should arrive in 2-3 days.\n\n"
-                    "Best,\nThe support team",
-                },
-            )
-        ]
+        return _plan_email(instruction, orders)
     if "refund" in text:
-        amount = amounts[0] if amounts else 10.0
-        refund = _call("issue_refund", {"order_id": order, "amount": amount, "reason": "Item arrived damaged"})
-        if any(word in text for word in ("check", "status", "look up")):
-            return f"I'll check order {order} and refund ${amount:.2f} at the same time.", [
-                _call("get_order_status", {"order_id": order}),
-                refund,
-            ]
-        return f"The customer reports a problem with order {order}; I'll refund ${amount:.2f}.", [refund]
+        return _plan_refund(instruction, order)
     if orders:
         return f"Let me look up order {order}.", [_call("get_order_status", {"order_id": order})]
     query = EMAIL.findall(instruction) or [w for w in instruction.split() if w.istitle()][-1:] or [instruction[:40]]
     return "Let me look up the customer.", [_call("lookup_customer", {"query": query[0].strip(".,")})]
+
+
+def _plan_email(instruction: str, orders: list[str]) -> tuple[str, list[dict]]:
+    text = instruction.lower()
+    name = next((k for k in KNOWN if k in text), "dana")
+    full, address, their_order = KNOWN[name]
+    explicit = EMAIL.findall(instruction)
+    shipped = "Your replacement has shipped and should arrive in 2-3 days."
+    body = f"Hi {full.split()[0]},\n\n{shipped}\n\nBest,\nThe support team"
+    arguments = {
+        "to": explicit[0] if explicit else address,
+        "order_id": orders[0] if orders else their_order,
+        "subject": "An update on your order",
+        "body": body,
+    }
+    return f"I'll email {full} to let them know.", [_call("send_email", arguments)]
+
+
+def _plan_refund(instruction: str, order: str) -> tuple[str, list[dict]]:
+    text = instruction.lower()
+    amounts = [float(a) for a in AMOUNT.findall(instruction)]
+    amount = amounts[0] if amounts else 10.0
+    refund = _call("issue_refund", {"order_id": order, "amount": amount, "reason": "Item arrived damaged"})
+    if any(word in text for word in ("check", "status", "look up")):
+        lookup = _call("get_order_status", {"order_id": order})
+        return f"I'll check order {order} and refund ${amount:.2f} at the same time.", [lookup, refund]
+    return f"The customer reports a problem with order {order}; I'll refund ${amount:.2f}.", [refund]
 
 
 def follow_up(messages: list[dict]) -> tuple[str, list[dict]]:
