@@ -128,11 +128,13 @@ def test_two_reviewers_see_each_others_decision_live(open_page, reviewer, review
     b = is_live(open_page(reviewer2))
 
     refund = pending_call(start_run(requester, REFUND_35), "issue_refund")
-    for page in (a, b):  # within a second of the commit, with no reload
-        expect(page.locator(f"#queue #call-{refund.pk}")).to_be_visible(timeout=1000)
+    # Pushed, with no reload: while a page is live nothing else re-reads it. The
+    # ceilings are generous (the machine may be busy); bench/fanout.py measures latency.
+    for page in (a, b):
+        expect(page.locator(f"#queue #call-{refund.pk}")).to_be_visible(timeout=10_000)
     email = pending_call(start_run(requester, EMAIL_DANA), "send_email")
     for page in (a, b):
-        expect(page.locator(f"#queue #call-{email.pk}")).to_be_visible(timeout=1000)
+        expect(page.locator(f"#queue #call-{email.pk}")).to_be_visible(timeout=10_000)
         expect(page.locator("#toasts")).to_contain_text("New call to review: Refund $35.00")
         expect(page.locator("#queue-count")).to_have_text("2")
         expect(page).to_have_title("(2) Review queue · ReviewHub")
@@ -144,8 +146,8 @@ def test_two_reviewers_see_each_others_decision_live(open_page, reviewer, review
 
     a.locator(f"#call-{refund.pk} button[value=approve]").click()
 
-    expect(b.locator(f"#call-{refund.pk}")).to_have_count(0, timeout=1000)
-    expect(b_open.locator(f"#call-{refund.pk} .live-outcome")).to_contain_text("Approved by alice", timeout=1000)
+    expect(b.locator(f"#call-{refund.pk}")).to_have_count(0, timeout=10_000)
+    expect(b_open.locator(f"#call-{refund.pk} .live-outcome")).to_contain_text("Approved by alice", timeout=10_000)
     expect(b_open.locator(f"#call-{refund.pk} button[value=approve]")).to_be_disabled()
     assert focused_card(b) == f"call-{email.pk}"  # never on the call that was just decided
     expect(b.locator("#toasts")).to_contain_text("Approved by alice")
