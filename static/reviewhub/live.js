@@ -72,7 +72,7 @@
 
   // The policy: may the fresh panel of a call replace the one on the page? If not, do what is due instead.
   function mayReplace(card, fresh) {
-    if (fresh.dataset.pending === "1") return !busy(card) && !card.classList.contains("decided-elsewhere");
+    if (fresh.dataset.pending === "1") return !gone.has(roundOf(fresh)) && !busy(card) && !card.classList.contains("decided-elsewhere");
     var decidedHere = card.dataset.pending === "0" || inFlight(card); // the htmx answer shows the outcome
     if (inQueue(card)) {
       if (!decidedHere) decidedElsewhere(card, fresh);
@@ -86,12 +86,12 @@
   // A panel pushed or re-read lands in #live-queue: put it where this page shows that call, if anywhere.
   function land(detail) {
     var fresh = detail.fragment.firstElementChild, card = document.getElementById(fresh.id);
+    var pending = fresh.dataset.pending === "1";
     detail.shouldSwap = false;
-    if (fresh.dataset.pending !== "1") { gone.add(roundOf(fresh)); announced.add(fresh.dataset.callId); }
-    else if (gone.has(roundOf(fresh))) return;
+    if (!pending) { gone.add(roundOf(fresh)); announced.add(fresh.dataset.callId); }
     if (card) {
       if (mayReplace(card, fresh)) htmx.swap(card, fresh.outerHTML, { swapStyle: "outerHTML" });
-    } else if (fresh.dataset.pending === "1" && queue()) {
+    } else if (pending && !gone.has(roundOf(fresh)) && queue()) {
       detail.target = queue();
       detail.shouldSwap = true;
     }
@@ -111,7 +111,6 @@
 
   // A call you decided shows you the outcome, then leaves the queue; you go on to the next.
   function decidedByYou(card) {
-    gone.add(roundOf(card));
     leaving(card);
     setTimeout(function () { var now = document.getElementById(card.id); if (now && inQueue(now)) leaveQueue(now); }, LEAVE_AFTER);
   }
@@ -120,8 +119,9 @@
 
   function syncTitle() {
     var badge = document.getElementById("queue-count");
-    var count = badge ? parseInt(badge.dataset.count || "0", 10) : 0;
-    if (badge) document.title = (count > 0 ? "(" + count + ") " : "") + baseTitle;
+    if (!badge) return;
+    var count = parseInt(badge.dataset.count || "0", 10);
+    document.title = (count > 0 ? "(" + count + ") " : "") + baseTitle;
   }
 
   function notify(note) {
@@ -194,7 +194,7 @@
     if (el.id === "queue-count") syncTitle();
     else if (el.id === "queue-pending") prune(el);
     else if (el.matches(".toast")) setTimeout(function () { el.remove(); }, 6000);
-    else if (el.matches('article.call[data-pending="0"]') && inQueue(el)) decidedByYou(el);
+    else if (el.matches('article.call[data-pending="0"]')) { gone.add(roundOf(el)); if (inQueue(el)) decidedByYou(el); }
   });
 
   document.addEventListener("DOMContentLoaded", function () {
