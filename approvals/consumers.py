@@ -1,13 +1,15 @@
 """Live pushes. Thin: check the login, join a group, pass hints on.
 
-The queue socket sends each reviewer the call panel rendered from the database
-after the commit (approvals/fanout.py works it out once per process). The run
-socket only says "changed": the run page fetches its body over HTTP, through
-the same view and partial as the page.
+Both sockets send HTML fragments that htmx's WebSocket extension swaps out of
+band. The queue socket sends each reviewer the count, the call panel and a toast,
+rendered from the database after the commit (approvals/fanout.py works it out
+once per process). The run socket sends an element that, swapped in, makes the
+run page re-read its body over HTTP, through the same view and partial as the page.
 """
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.template.loader import render_to_string
 
 from . import access, fanout
 from .live import QUEUE_GROUP, run_group
@@ -15,7 +17,7 @@ from .live import QUEUE_GROUP, run_group
 REFUSED = 4403
 
 
-class QueueConsumer(AsyncJsonWebsocketConsumer):
+class QueueConsumer(AsyncWebsocketConsumer):
     async def connect(self):
         user = self.scope.get("user")
         if not await database_sync_to_async(access.is_reviewer)(user):
@@ -37,7 +39,7 @@ class QueueConsumer(AsyncJsonWebsocketConsumer):
             await self.send(text_data=message)
 
 
-class RunConsumer(AsyncJsonWebsocketConsumer):
+class RunConsumer(AsyncWebsocketConsumer):
     async def connect(self):
         user = self.scope.get("user")
         if not (user and user.is_authenticated and user.is_active):
@@ -52,4 +54,4 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def run_changed(self, event):
-        await self.send_json({"type": "run", "id": event["run_id"]})
+        await self.send(text_data=render_to_string("approvals/partials/run_changed.html", {"run_id": event["run_id"]}))

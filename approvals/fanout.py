@@ -11,8 +11,9 @@ other sockets await the same job. The job reads the call from the database and
 asks visible_calls() about it once per permission group (reviewers with the
 same groups, permissions and flags), not once per reviewer: whether they may
 see the call, and their pending count. Then can_decide() is asked for each
-reviewer, and the panel is rendered once per distinct panels.viewer_key().
-Each socket sends its own user's message.
+reviewer, and the push (the count, the call panel and a toast, as HTML
+fragments swapped out of band) is rendered once per distinct
+panels.viewer_key() and pending count. Each socket sends its own user's push.
 
 This relies on one property of access.visible_calls(): which calls a user may
 see depends on their groups, permissions and flags, not on who they are
@@ -20,7 +21,6 @@ see depends on their groups, permissions and flags, not on who they are
 """
 
 import asyncio
-import json
 import logging
 import time
 import uuid
@@ -29,13 +29,16 @@ from collections import Counter, defaultdict
 from channels.db import database_sync_to_async
 from django.contrib.auth import get_user_model
 from django.template.loader import render_to_string
-from django.urls import reverse
 
 from .models import ToolCall
-from .panels import PANEL_TEMPLATE, panel_context, viewer_key
+from .panels import panel_context, viewer_key
 from .selectors import sees_call_and_pending_count
 
 log = logging.getLogger(__name__)
+
+# What a queue socket sends: out-of-band fragments for htmx's WebSocket extension
+# (the count, the call panel, a toast), the same partials the pages render.
+PUSH_TEMPLATE = "approvals/partials/live_push.html"
 
 # A socket keeps its user object (and the permissions Django caches on it) at
 # most this long before the user is read again; HTTP requests always re-read.
@@ -83,21 +86,21 @@ def _current_users(user_ids) -> list[tuple[object, tuple]]:
     return [_users[pk][1:] for pk in user_ids if pk in _users]
 
 
-def call_messages(call_id: int, user_ids) -> dict[int, str]:
-    """The JSON message for each of these users who may see the call, read from the database."""
-    call = (
+def _load_call(call_id: int) -> ToolCall | None:
+    return (
         ToolCall.objects.select_related("run", "run__requested_by", "review_group", "reviewing_by")
         .prefetch_related("decisions")  # can_decide() reads them for each reviewer
         .filter(pk=call_id)
         .first()
     )
+
+
+def call_messages(call_id: int, user_ids) -> dict[int, str]:
+    """The push (PUSH_TEMPLATE) for each of these users who may see the call, read from the database."""
+    call = _load_call(call_id)
     if call is None:
         return {}
     decision = call.final_decision()
-    outcome = (
-        f"{decision.get_verdict_display()} by {decision.reviewer_label}" if decision else call.get_status_display()
-    )
-    url = reverse("approvals:call", args=[call.pk])
     groups = defaultdict(list)
     for user, permission_group in _current_users(list(user_ids)):
         groups[permission_group].append(user)
@@ -109,24 +112,11 @@ def call_messages(call_id: int, user_ids) -> dict[int, str]:
             continue
         for user in members:
             # Pushed panels go to the queue page mostly: they carry its batch checkbox.
-            context = panel_context(user, call, decision) | {"user": user, "in_queue": True}
+            context = panel_context(user, call, decision) | {"in_queue": True, "queue_count": pending}
             view = viewer_key(user, context)
             if view not in html_by_view:
-                html_by_view[view] = render_to_string(PANEL_TEMPLATE, context)
-            messages[user.pk] = json.dumps(
-                {
-                    "type": "call",
-                    "id": call.pk,
-                    "pending": call.is_pending,
-                    "can_decide": context["can_decide"],
-                    "mine": decision is not None and decision.reviewer_id == user.pk,
-                    "outcome": outcome,
-                    "description": call.description,
-                    "url": url,
-                    "count": pending,
-                    "html": html_by_view[view],
-                }
-            )
+                html_by_view[view] = render_to_string(PUSH_TEMPLATE, context | {"user": user})
+            messages[user.pk] = html_by_view[view]
     return messages
 
 

@@ -15,7 +15,13 @@ PANEL_TEMPLATE = "approvals/partials/call_panel.html"
 
 def panel_context(user, call: ToolCall, decision: Decision | None) -> dict:
     allowed, why = can_decide(user, call)
-    return {"call": call, "decision": decision, "can_decide": allowed and call.is_pending, "why_not": why}
+    return {
+        "call": call,
+        "decision": decision,
+        "can_decide": allowed and call.is_pending,
+        "why_not": why,
+        "decided_by_you": decision is not None and decision.reviewer_id == user.pk,
+    }
 
 
 def viewer_key(user, context: dict) -> str:

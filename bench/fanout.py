@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -195,9 +196,9 @@ async def phase(
 
     async def listen(ws):
         async for raw in ws:
-            message = json.loads(raw)
-            if message.get("type") == "call" and message.get("pending"):
-                receipts.append((message["id"], time.perf_counter()))
+            pending = PENDING_PANEL.search(raw)  # a push is HTML: the count, the call's panel, a toast
+            if pending:
+                receipts.append((int(pending[1]), time.perf_counter()))
 
     listeners = [asyncio.create_task(listen(ws)) for ws in sockets]
     # Warm up (not measured): the server's first push after a start, or after new
@@ -239,6 +240,7 @@ async def phase(
 
 WARM_UP = 3
 PER_CALL = False
+PENDING_PANEL = re.compile(r'<article class="call [^"]*" id="call-\d+" data-call-id="(\d+)" data-pending="1"')
 
 
 def percentile(values: list[float], p: float) -> float:

@@ -1,11 +1,11 @@
-"""Helpers for the live tests: log in, and open queue sockets on real servers."""
+"""Helpers for the live tests: log in, open queue sockets on real servers, and read what they push."""
 
 import http.cookiejar
-import json
 import re
 import time
 import urllib.parse
 import urllib.request
+from html.parser import HTMLParser
 
 from django.test import Client
 from websockets.sync.client import connect
@@ -52,10 +52,56 @@ def queue_socket(base_url: str, cookie: str):
     )
 
 
+class _Push(HTMLParser):
+    """Reads a queue push: its top-level elements, the call panel's data, the count and the toast."""
+
+    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+    def __init__(self):
+        super().__init__()
+        self.depth, self.toast_depth = 0, None
+        self.push = {"oob": [], "id": None, "count": None, "toast": None}
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if self.depth == 0:
+            self.push["oob"].append(attrs.get("hx-swap-oob"))
+        if tag == "article" and self.push["id"] is None:
+            self.push |= {
+                "id": int(attrs["data-call-id"]),
+                "pending": attrs["data-pending"] == "1",
+                "can_decide": attrs["data-can-decide"] == "1",
+                "mine": attrs["data-decided-by-you"] == "1",
+            }
+        if attrs.get("id") == "queue-count":
+            self.push["count"] = int(attrs["data-count"])
+        if "toast" in (attrs.get("class") or "").split():
+            self.toast_depth, self.push["toast"] = self.depth, ""
+        if tag not in self.VOID:
+            self.depth += 1
+
+    def handle_endtag(self, tag):
+        self.depth -= 1
+        if self.depth == self.toast_depth:
+            self.toast_depth = None
+
+    def handle_data(self, data):
+        if self.toast_depth is not None:
+            self.push["toast"] += data
+
+
+def parse_push(html: str) -> dict:
+    """What a queue push says: oob (hx-swap-oob of each top-level element), id, pending, can_decide, mine (decided
+    by this reviewer), count, toast (its text, or None) and html."""
+    reader = _Push()
+    reader.feed(html)
+    return reader.push | {"html": html}
+
+
 def receive_call(socket, call_id: int, timeout: float = 5.0) -> dict:
     """The next push about this call (pushes about other calls are skipped)."""
     deadline = time.monotonic() + timeout
     while True:
-        message = json.loads(socket.recv(timeout=max(0.01, deadline - time.monotonic())))
-        if message.get("type") == "call" and message.get("id") == call_id:
-            return message
+        push = parse_push(socket.recv(timeout=max(0.01, deadline - time.monotonic())))
+        if push["id"] == call_id:
+            return push

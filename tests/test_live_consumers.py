@@ -7,12 +7,12 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Group
 from django.db import connections
 
-from approvals import access
-from approvals.models import PolicyRule, ToolSetting
+from approvals import access, services
+from approvals.models import Message, PolicyRule, Run, ToolSetting
 from reviewhub.asgi import application
 
 from . import reviewing
-from .livestack import session_cookie
+from .livestack import parse_push, session_cookie
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -52,6 +52,13 @@ async def connected(path, user):
     return communicator
 
 
+async def receive(communicator) -> dict:
+    return parse_push(await communicator.receive_from(timeout=3))
+
+
+OUT_OF_BAND = ["true", "beforeend:#live-queue", "beforeend:#toasts"]  # the count, the panel, the toast
+
+
 async def test_an_anonymous_socket_is_refused():
     assert await refused("/ws/queue/")
     assert await refused("/ws/runs/1/")
@@ -73,12 +80,12 @@ async def test_a_reviewer_receives_a_call_when_it_is_proposed(run, reviewer):
 
     call = await propose(run, "issue_refund", REFUND, "call_1")
 
-    message = await alice.receive_json_from(timeout=3)
-    assert message["type"] == "call" and message["id"] == call.pk
-    assert message["pending"] is True and message["can_decide"] is True
-    assert message["count"] == 1
-    assert f'id="call-{call.pk}"' in message["html"] and '/approve/"' in message["html"]
-    assert "Refund $45.00" in message["description"]
+    push = await receive(alice)
+    assert push["oob"] == OUT_OF_BAND
+    assert push["id"] == call.pk and push["pending"] is True and push["can_decide"] is True
+    assert push["count"] == 1
+    assert f'id="call-{call.pk}"' in push["html"] and '/approve/"' in push["html"]
+    assert push["toast"].startswith("New call to review: Refund $45.00")
     await alice.disconnect()
 
 
@@ -90,11 +97,12 @@ async def test_every_reviewer_receives_the_outcome_when_a_call_is_decided(run, r
     await approve(call, reviewer2)
 
     for communicator, mine in ((alice, False), (bob, True)):
-        message = await communicator.receive_json_from(timeout=3)
-        assert (message["id"], message["pending"], message["count"]) == (call.pk, False, 0)
-        assert message["outcome"] == "Approved by bob" and message["mine"] is mine
-        assert "Approved by <strong>bob</strong>" in message["html"]
-        assert '/approve/"' not in message["html"]
+        push = await receive(communicator)
+        assert push["oob"] == OUT_OF_BAND
+        assert (push["id"], push["pending"], push["count"]) == (call.pk, False, 0)
+        assert push["toast"].startswith("Approved by bob: Refund $45.00") and push["mine"] is mine
+        assert "Approved by <strong>bob</strong>" in push["html"]
+        assert '/approve/"' not in push["html"]
         await communicator.disconnect()
 
 
@@ -112,16 +120,16 @@ async def test_a_reviewer_receives_nothing_for_calls_it_may_not_decide(run, revi
     bob = await connected("/ws/queue/", reviewer2)
 
     refund = await propose(run, "issue_refund", REFUND, "call_1")
-    assert (await alice.receive_json_from(timeout=3))["id"] == refund.pk
-    assert await bob.receive_nothing(timeout=0.3)
-
+    assert (await receive(alice))["id"] == refund.pk
     await approve(refund, reviewer)
-    assert (await alice.receive_json_from(timeout=3))["pending"] is False
-    assert await bob.receive_nothing(timeout=0.3)
-
+    assert (await receive(alice))["pending"] is False
     email = await propose(run, "send_email", EMAIL, "call_2")
-    message = await bob.receive_json_from(timeout=3)
-    assert (message["id"], message["count"]) == (email.pk, 1)
+
+    # Pushes reach a socket in the order of their hints: had Bob been sent the
+    # refund's proposal or its outcome, he would have received it before this.
+    push = await receive(bob)
+    assert (push["id"], push["count"]) == (email.pk, 1)
+    assert (await receive(alice))["id"] == email.pk
     await alice.disconnect()
     await bob.disconnect()
 
@@ -138,10 +146,11 @@ async def test_only_the_group_a_tool_belongs_to_receives_its_calls(run, reviewer
     bob = await connected("/ws/queue/", reviewer2)
 
     refund = await propose(run, "issue_refund", REFUND, "call_1")
+    push = await receive(alice)
+    assert (push["id"], push["can_decide"]) == (refund.pk, True)
+    email = await propose(run, "send_email", EMAIL, "call_2")
 
-    message = await alice.receive_json_from(timeout=3)
-    assert (message["id"], message["can_decide"]) == (refund.pk, True)
-    assert await bob.receive_nothing(timeout=0.3)
+    assert (await receive(bob))["id"] == email.pk  # the first Bob hears of: never the refund before it
     await alice.disconnect()
     await bob.disconnect()
 
@@ -156,9 +165,10 @@ async def test_after_the_first_of_two_approvals_each_reviewer_sees_where_they_st
 
     await approve(call, reviewer)
 
-    mine, theirs = await alice.receive_json_from(timeout=3), await bob.receive_json_from(timeout=3)
+    mine, theirs = await receive(alice), await receive(bob)
     assert mine["pending"] is theirs["pending"] is True
     assert mine["can_decide"] is False and "You already approved this call" in mine["html"]
+    assert mine["toast"] is None  # a toast announces only a call one may decide
     assert theirs["can_decide"] is True and '/approve/"' in theirs["html"]
     assert "1 of 2 approvals: alice" in theirs["html"]
     await alice.disconnect()
@@ -170,19 +180,33 @@ async def test_the_requester_receives_its_runs_call_without_the_buttons(run, req
 
     await propose(run, "issue_refund", REFUND, "call_1")
 
-    message = await rita.receive_json_from(timeout=3)
-    assert message["can_decide"] is False
-    assert "You requested this run" in message["html"] and '/approve/"' not in message["html"]
+    push = await receive(rita)
+    assert push["can_decide"] is False and push["toast"] is None
+    assert "You requested this run" in push["html"] and '/approve/"' not in push["html"]
     await rita.disconnect()
 
 
+async def test_a_push_is_escaped_like_the_page(run, reviewer):
+    alice = await connected("/ws/queue/", reviewer)
+
+    await propose(run, "issue_refund", REFUND | {"reason": "<script>alert(1)</script>"}, "call_1")
+
+    html = (await receive(alice))["html"]
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>" not in html
+    await alice.disconnect()
+
+
 async def test_the_run_socket_says_when_its_run_changes(run, reviewer):
+    other_run = await sync_to_async(Run.objects.create)(agent="support", request="Another.", requested_by=reviewer)
     watcher = await connected(f"/ws/runs/{run.pk}/", reviewer)
-    other = await connected(f"/ws/runs/{run.pk + 1}/", reviewer)
+    other = await connected(f"/ws/runs/{other_run.pk}/", reviewer)
 
     await propose(run, "issue_refund", REFUND, "call_1")
+    changed = await watcher.receive_from(timeout=3)
+    await sync_to_async(services.message_append)(run=other_run, role=Message.Role.USER, content=other_run.request)
 
-    assert await watcher.receive_json_from(timeout=3) == {"type": "run", "id": run.pk}
-    assert await other.receive_nothing(timeout=0.2)
+    assert 'id="run-changed" hx-swap-oob="true"' in changed and f'hx-get="/runs/{run.pk}/?fragment=body"' in changed
+    # The first push the other run's socket receives is its own run's: never the first run's before it.
+    assert f'hx-get="/runs/{other_run.pk}/?fragment=body"' in await other.receive_from(timeout=3)
     await watcher.disconnect()
     await other.disconnect()

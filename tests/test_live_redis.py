@@ -55,12 +55,13 @@ def test_two_asgi_processes_both_deliver_every_push_after_an_idle_gap(two_server
         call = propose(run, "issue_refund", {"order_id": "A-1001", "amount": 45, "reason": "Broken"})
 
         for socket in (alice, bob):
-            message = receive_call(socket, call.pk)
-            assert message["pending"] is True and message["count"] == 1
+            push = receive_call(socket, call.pk)
+            assert push["pending"] is True and push["count"] == 1
 
         services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
         for socket in (alice, bob):
-            assert receive_call(socket, call.pk)["outcome"] == "Approved by alice"
+            push = receive_call(socket, call.pk)
+            assert push["pending"] is False and push["toast"].startswith("Approved by alice: ")
 
     for proc in processes.procs:
         log = Path(proc.log_path).read_text()

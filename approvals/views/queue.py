@@ -21,8 +21,8 @@ def queue(request: HttpRequest) -> HttpResponse:
     for call in calls:
         call.viewer_can_decide, call.viewer_why = can_decide(request.user, call)
     context = {"calls": calls, "is_reviewer": is_reviewer(request.user)}
-    if fragment == "list":
-        return render(request, "approvals/partials/queue_list.html", context)
+    if fragment == "live":
+        return render(request, "approvals/partials/live_queue.html", context)
     return render(request, "approvals/queue.html", context)
 
 

@@ -1,275 +1,204 @@
-// Live review. The server pushes hints rendered from the database after each
-// commit; the database stays the truth: whenever a socket (re)opens, and every
-// few seconds while it cannot, the page re-reads what it shows from the server.
+// Live review on htmx's WebSocket extension. The sockets push fragments rendered
+// from the database after each commit (templates: live_push.html, run_changed.html),
+// swapped out of band; transport, reconnection and swapping are htmx's. The pages
+// re-read what they show when a socket (re)opens and, while one is down, on each
+// "livePoll" this file sends. What stays here is the reviewer's side: where a
+// pushed panel goes, never replacing a panel someone is working in, calls decided
+// elsewhere, toasts and notifications, and the live status.
 (function () {
   "use strict";
 
-  var RETRY_MAX = 5000;   // ms between reconnection attempts, at most
-  var POLL_EVERY = 5000;  // ms between re-reads while there is no socket
+  var POLL_EVERY = 5000;  // ms between re-reads while a socket is down
   var LEAVE_AFTER = 1500; // ms a call you decided stays in your queue, showing the outcome
+  var RETRIED = [1006, 1011, 1012, 1013]; // close codes the extension reconnects after
+  var STATUS_TEXT = { live: "live", reconnecting: "reconnecting…", polling: "polling" };
 
   var baseTitle = document.title.replace(/^\(\d+\) /, "");
-  var announced = new Set(); // calls this page already showed or announced
-  var gone = new Set();      // calls seen leaving the queue: a later "pending" for them is stale
+  var announced = new Set(); // calls this page showed or announced
+  var gone = new Set();      // "call@round" seen decided: a later "pending" for it is stale
+  var leftNow = new Set();   // calls that just left the queue, decided by someone else: their toast shows
+  var down = new Set();      // socket elements that are not open
+  var pollTimer = null;
+  var rereadFrom = [];       // the pending cards when the queue's re-read was sent
 
-  function wsUrl(path) {
-    return (location.protocol === "https:" ? "wss://" : "ws://") + location.host + path;
-  }
-
-  function parse(html) {
-    var template = document.createElement("template");
-    template.innerHTML = html.trim();
-    return template.content;
-  }
-
-  function fetchFragment(url) {
-    return fetch(url, { headers: { "HX-Request": "true" }, credentials: "same-origin" }).then(function (response) {
-      if (!response.ok) throw new Error(url + ": " + response.status);
-      return response.text();
-    });
-  }
-
-  // --- the count, in the navigation and the tab title ---------------------------
-
-  function setCount(count) {
-    var badge = document.getElementById("queue-count");
-    if (badge) { badge.textContent = count; badge.dataset.count = count; }
-    document.title = (count > 0 ? "(" + count + ") " : "") + baseTitle;
-  }
-
-  function syncTitle() {
-    var badge = document.getElementById("queue-count");
-    if (badge) setCount(parseInt(badge.dataset.count || "0", 10));
-  }
-
-  // --- telling the reviewer ---------------------------------------------------------
-
-  function toast(text, href) {
-    var box = document.getElementById("toasts");
-    if (!box) return;
-    var el = document.createElement(href ? "a" : "div");
-    el.className = "toast";
-    el.textContent = text;
-    if (href) el.href = href;
-    box.appendChild(el);
-    setTimeout(function () { el.remove(); }, 6000);
-  }
-
-  function initNotifications() {
-    // Permission is asked for once, when the reviewer clicks; never on page load.
-    var button = document.getElementById("notify-enable");
-    if (!button || !("Notification" in window) || Notification.permission !== "default") return;
-    button.hidden = false;
-    button.addEventListener("click", function () {
-      button.hidden = true;
-      Notification.requestPermission();
-    });
-  }
-
-  function announce(id, description, url) {
-    if (announced.has(id)) return;
-    announced.add(id);
-    toast("New call to review: " + description, url);
-    if (document.visibilityState === "hidden" && "Notification" in window && Notification.permission === "granted") {
-      var note = new Notification("New call to review", { body: description, tag: "call-" + id });
-      note.onclick = function () {
-        window.focus();
-        var card = document.getElementById("call-" + id);
-        if (card) card.focus(); else location.href = url;
-        note.close();
-      };
-    }
-  }
+  htmx.config.wsReconnectDelay = function (retries) { // 0.5 s doubling to 5 s, with jitter
+    return Math.min(500 * Math.pow(2, retries), 5000) * (0.75 + Math.random() / 2);
+  };
 
   // --- calls ------------------------------------------------------------------------
 
-  function inQueue(el) {
-    var list = document.getElementById("queue");
-    return !!(list && list.contains(el));
-  }
-
-  // keys.js moves the focus away from a call before it stops being actionable.
-  function leaving(card) {
-    card.dispatchEvent(new CustomEvent("reviewhub:leaving", { bubbles: true }));
-  }
-
-  function leaveQueue(card) {
-    leaving(card);
-    card.remove();
-    var list = document.getElementById("queue");
-    if (list && !list.querySelector("article.call")) resyncQueue(); // the server renders the empty queue
-  }
+  function queue() { return document.getElementById("queue"); }
+  function inQueue(card) { var list = queue(); return !!(list && list.contains(card)); }
+  function roundOf(card) { return card.dataset.callId + "@" + card.dataset.round; }
 
   function inFlight(card) { // a request from this panel is under way; htmx will swap its answer in
-    return !!(card.classList.contains("htmx-request") || card.querySelector(".htmx-request"));
+    return card.classList.contains("htmx-request") || !!card.querySelector(".htmx-request");
   }
 
   function busy(card) { // the reviewer is typing in it, has its edit form or a preview open, or is deciding it
     var active = document.activeElement;
-    return !!(card.querySelector("form.edit, .preview") || inFlight(card) || (card.contains(active) && active.matches("input, textarea, select")));
+    return !!card.querySelector("form.edit, .preview") || inFlight(card) || (card.contains(active) && active.matches("input, textarea, select"));
   }
 
-  function swap(existing, fresh) {
-    existing.replaceWith(fresh);
-    htmx.process(fresh);
-  }
+  // keys.js moves the focus away from a call before it stops being actionable.
+  function leaving(card) { card.dispatchEvent(new CustomEvent("reviewhub:leaving", { bubbles: true })); }
+  function leaveQueue(card) { leaving(card); card.remove(); }
 
   // An open copy of a call someone else decided: keep it, show the outcome, disable it.
-  function showDecided(existing, fresh) {
-    if (!existing.classList.contains("decided-elsewhere")) {
-      leaving(existing);
-      existing.classList.add("decided-elsewhere");
-      existing.dataset.pending = "0";
-      existing.querySelectorAll("button, input, textarea, select").forEach(function (el) { el.disabled = true; });
-      existing.querySelectorAll("a[data-key]").forEach(function (a) { a.setAttribute("aria-disabled", "true"); a.tabIndex = -1; });
+  function showDecided(card, fresh) {
+    if (!card.classList.contains("decided-elsewhere")) {
+      leaving(card);
+      card.classList.add("decided-elsewhere");
+      card.dataset.pending = "0";
+      card.querySelectorAll("button, input, textarea, select").forEach(function (el) { el.disabled = true; });
+      card.querySelectorAll("a[data-key]").forEach(function (a) { a.setAttribute("aria-disabled", "true"); a.tabIndex = -1; });
     }
-    var box = existing.querySelector(".live-outcome");
+    var box = card.querySelector(".live-outcome");
     if (!box) {
       box = document.createElement("div");
       box.className = "live-outcome";
       box.setAttribute("role", "status");
-      existing.querySelector(".description").after(box);
+      card.querySelector(".description").after(box);
     }
     box.replaceChildren.apply(box, Array.from(fresh.querySelectorAll(".outcome, .output")));
   }
 
-  // A panel from a push or a re-read: show it wherever this page shows that call.
-  function applyPanel(fresh, msg) {
-    var id = fresh.dataset.callId;
-    var existing = document.getElementById("call-" + id);
-    var list = document.getElementById("queue");
-    var description = (fresh.querySelector(".description") || fresh).textContent.trim();
-    if (fresh.dataset.pending === "1") {
-      if (gone.has(id)) return;
-      if (existing) {
-        if (!busy(existing) && !existing.classList.contains("decided-elsewhere")) swap(existing, fresh);
-      } else if (list) {
-        var empty = document.getElementById("queue-empty");
-        if (empty) empty.remove();
-        list.appendChild(fresh);
-        htmx.process(fresh);
+  // Someone else decided a call in this queue: it leaves, unless the reviewer was working on it.
+  function decidedElsewhere(card, fresh) {
+    if (!busy(card)) { leaveQueue(card); leftNow.add(card.dataset.callId); return; }
+    showDecided(card, fresh); // show them why it stops, then let it go
+    setTimeout(function () { if (card.isConnected) leaveQueue(card); }, 3 * LEAVE_AFTER);
+  }
+
+  // The policy: may the fresh panel of a call replace the one on the page? If not, do what is due instead.
+  function mayReplace(card, fresh) {
+    if (fresh.dataset.pending === "1") return !gone.has(roundOf(fresh)) && !busy(card) && !card.classList.contains("decided-elsewhere");
+    var decidedHere = card.dataset.pending === "0" || inFlight(card); // the htmx answer shows the outcome
+    if (inQueue(card)) {
+      if (!decidedHere) decidedElsewhere(card, fresh);
+      return false;
+    }
+    if ((decidedHere || fresh.dataset.decidedByYou === "1") && !card.classList.contains("decided-elsewhere")) return true;
+    showDecided(card, fresh);
+    return false;
+  }
+
+  // A panel pushed or re-read lands in #live-queue: put it where this page shows that call, if anywhere.
+  function land(detail) {
+    var fresh = detail.fragment.firstElementChild, card = document.getElementById(fresh.id);
+    var pending = fresh.dataset.pending === "1";
+    detail.shouldSwap = false;
+    if (!pending) { gone.add(roundOf(fresh)); announced.add(fresh.dataset.callId); }
+    if (card) {
+      if (mayReplace(card, fresh)) htmx.swap(card, fresh.outerHTML, { swapStyle: "outerHTML" });
+    } else if (pending && !gone.has(roundOf(fresh)) && queue()) {
+      detail.target = queue();
+      detail.shouldSwap = true;
+    }
+  }
+
+  // The queue's re-read lists the pending calls: cards there before it was sent that it does not list were decided.
+  function prune(listed) {
+    var ids = listed.dataset.calls.split(" ");
+    rereadFrom.forEach(function (card) {
+      if (card.isConnected && card.dataset.pending === "1" && ids.indexOf(card.dataset.callId) < 0) {
+        gone.add(roundOf(card));
+        leaveQueue(card);
       }
-      if (fresh.dataset.canDecide === "1") announce(id, description, msg.url || "");
-      return;
+    });
+    rereadFrom = [];
+  }
+
+  // A call you decided shows you the outcome, then leaves the queue; you go on to the next.
+  function decidedByYou(card) {
+    leaving(card);
+    setTimeout(function () { var now = document.getElementById(card.id); if (now && inQueue(now)) leaveQueue(now); }, LEAVE_AFTER);
+  }
+
+  // --- telling the reviewer ---------------------------------------------------------
+
+  function syncTitle() {
+    var badge = document.getElementById("queue-count");
+    if (!badge) return;
+    var count = parseInt(badge.dataset.count || "0", 10);
+    document.title = (count > 0 ? "(" + count + ") " : "") + baseTitle;
+  }
+
+  function notify(note) {
+    if (document.visibilityState !== "hidden" || !("Notification" in window) || Notification.permission !== "granted") return;
+    var id = note.dataset.callId;
+    var shown = new Notification("New call to review", { body: note.querySelector(".what").textContent, tag: "call-" + id });
+    shown.onclick = function () {
+      window.focus();
+      var card = document.getElementById("call-" + id);
+      if (card) card.focus(); else location.href = note.href;
+      shown.close();
+    };
+  }
+
+  // A pushed toast shows for a new call not announced yet, or for a call that just left this queue.
+  function toast(detail) {
+    var note = detail.fragment.firstElementChild, id = note.dataset.callId;
+    if (note.dataset.toast !== "new") { detail.shouldSwap = leftNow.delete(id); return; }
+    detail.shouldSwap = !announced.has(id);
+    if (detail.shouldSwap) { announced.add(id); notify(note); }
+  }
+
+  function initNotifications() { // permission is asked for once, when the reviewer clicks; never on page load
+    var button = document.getElementById("notify-enable");
+    if (!button || !("Notification" in window) || Notification.permission !== "default") return;
+    button.hidden = false;
+    button.addEventListener("click", function () { button.hidden = true; Notification.requestPermission(); });
+  }
+
+  // --- sockets ----------------------------------------------------------------------
+
+  function poll() { down.forEach(function (socket) { htmx.trigger(socket, "livePoll"); }); }
+
+  function track(socket, open, state) {
+    if (open) down.delete(socket); else down.add(socket);
+    if (socket.id === "live-queue") {
+      document.body.dataset.live = state;
+      var status = document.getElementById("live-status");
+      if (status) status.textContent = STATUS_TEXT[state];
     }
-    gone.add(id);
-    if (!existing) return;
-    // Decided on this page: the htmx response shows (or is about to show) the outcome.
-    var decidedHere = existing.dataset.pending === "0" || inFlight(existing);
-    if (inQueue(existing)) {
-      if (decidedHere) return; // yours: it shows the outcome, then leaves
-      if (busy(existing)) { // they were typing in it: show them why it stops, then let it go
-        showDecided(existing, fresh);
-        setTimeout(function () { if (existing.isConnected) leaveQueue(existing); }, 3 * LEAVE_AFTER);
-        return;
-      }
-      leaveQueue(existing);
-      toast((msg.outcome || "Decided") + ": " + description);
-    } else if (existing.classList.contains("decided-elsewhere") || !(decidedHere || msg.mine)) {
-      showDecided(existing, fresh);
-    } else {
-      swap(existing, fresh);
-    }
+    if (down.size && !pollTimer) pollTimer = setInterval(poll, POLL_EVERY);
+    if (!down.size && pollTimer) { clearInterval(pollTimer); pollTimer = null; }
   }
 
-  function onCallMessage(msg) {
-    if (typeof msg.count === "number") setCount(msg.count);
-    var fresh = parse(msg.html).firstElementChild;
-    if (fresh) applyPanel(fresh, msg);
+  if (!("WebSocket" in window)) { // before htmx processes the page: poll instead
+    document.querySelectorAll("[ws-connect]").forEach(function (socket) {
+      socket.removeAttribute("ws-connect");
+      track(socket, false, "polling");
+    });
   }
 
-  // --- re-reading from the database ---------------------------------------------------
+  document.addEventListener("htmx:wsOpen", function (event) { track(event.detail.elt, true, "live"); });
+  document.addEventListener("htmx:wsClose", function (event) {
+    track(event.detail.elt, false, RETRIED.indexOf(event.detail.event.code) >= 0 ? "reconnecting" : "polling");
+  });
 
-  function resyncQueue() {
-    var list = document.getElementById("queue");
-    if (!list || !list.dataset.liveList) return;
-    fetchFragment(list.dataset.liveList).then(function (html) {
-      var fresh = parse(html);
-      var ids = new Set();
-      Array.from(fresh.querySelectorAll("article.call")).forEach(function (card) {
-        ids.add(card.dataset.callId);
-        applyPanel(card, { url: card.querySelector(".description a") ? card.querySelector(".description a").getAttribute("href") : "" });
-      });
-      list.querySelectorAll('article.call[data-pending="1"]').forEach(function (card) {
-        if (!ids.has(card.dataset.callId)) { gone.add(card.dataset.callId); leaveQueue(card); }
-      });
-      var emptyState = fresh.querySelector("#queue-empty");
-      if (emptyState && !list.querySelector("article.call") && !document.getElementById("queue-empty")) list.appendChild(emptyState);
-    }).catch(function () {});
-  }
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var detail = event.detail;
+    if (detail.target.id === "live-queue") land(detail);
+    else if (detail.target.id === "toasts") toast(detail);
+    else if (detail.target.matches("article.call") && !mayReplace(detail.target, detail.fragment.firstElementChild)) detail.shouldSwap = false;
+  });
 
-  function resyncCallPage() {
-    var page = document.getElementById("call-page");
-    if (!page) return;
-    fetchFragment(page.dataset.liveCall).then(function (html) {
-      var fresh = parse(html).firstElementChild;
-      if (fresh) applyPanel(fresh, {});
-    }).catch(function () {});
-  }
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    if (event.detail.elt.id === "queue-reread") rereadFrom = Array.from(document.querySelectorAll('#queue article.call[data-pending="1"]'));
+  });
 
-  function resync() {
-    htmx.trigger(document.body, "queueResync"); // the count badge re-reads itself
-    resyncQueue();
-    resyncCallPage();
-  }
-
-  // --- sockets --------------------------------------------------------------------------
-
-  var STATUS_TEXT = { live: "live", reconnecting: "reconnecting…", polling: "polling" };
-
-  function setStatus(state) {
-    document.body.dataset.live = state;
-    var status = document.getElementById("live-status");
-    if (status) status.textContent = STATUS_TEXT[state];
-  }
-
-  // Open a socket and keep it open. On every open, re-read; while closed, poll.
-  function connect(path, onMessage, reread, showStatus) {
-    var delay = 500, pollTimer = null;
-    function poll() {
-      if (!pollTimer) pollTimer = setInterval(reread, POLL_EVERY);
-    }
-    if (!("WebSocket" in window)) { if (showStatus) setStatus("polling"); poll(); return; }
-    function open() {
-      var socket = new WebSocket(wsUrl(path));
-      socket.onopen = function () {
-        delay = 500;
-        if (pollTimer) { clearInterval(pollTimer); pollTimer = null; }
-        if (showStatus) setStatus("live");
-        reread(); // anything that changed while we were not listening
-      };
-      socket.onmessage = function (event) { onMessage(JSON.parse(event.data)); };
-      socket.onclose = function () {
-        if (showStatus) setStatus("reconnecting");
-        poll();
-        setTimeout(open, delay * (0.75 + Math.random() / 2));
-        delay = Math.min(delay * 2, RETRY_MAX);
-      };
-    }
-    open();
-  }
+  document.addEventListener("htmx:load", function (event) {
+    var el = event.detail.elt;
+    if (el.id === "queue-count") syncTitle();
+    else if (el.id === "queue-pending") prune(el);
+    else if (el.matches(".toast")) setTimeout(function () { el.remove(); }, 6000);
+    else if (el.matches('article.call[data-pending="0"]')) { gone.add(roundOf(el)); if (inQueue(el)) decidedByYou(el); }
+  });
 
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll("article.call").forEach(function (card) { announced.add(card.dataset.callId); });
-    syncTitle();
     initNotifications();
-    document.body.addEventListener("htmx:load", function (event) {
-      var card = event.detail.elt;
-      if (card.id === "queue-count") syncTitle();
-      // A call you decided shows you the outcome, then leaves the queue; you go on to the next.
-      if (card.matches && card.matches('article.call[data-pending="0"]') && inQueue(card)) {
-        gone.add(card.dataset.callId);
-        leaving(card);
-        setTimeout(function () { var now = document.getElementById(card.id); if (now && inQueue(now)) leaveQueue(now); }, LEAVE_AFTER);
-      }
-    });
-    if (document.body.hasAttribute("data-reviewer")) {
-      connect("/ws/queue/", function (msg) { if (msg.type === "call") onCallMessage(msg); }, resync, true);
-    }
-    var run = document.querySelector("[data-live-run]");
-    if (run) {
-      var changed = function () { htmx.trigger(document.getElementById("run-body"), "runChanged"); };
-      connect("/ws/runs/" + run.dataset.liveRun + "/", changed, changed, false);
-    }
   });
 })();
