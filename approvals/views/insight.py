@@ -14,5 +14,5 @@ def insight_page(request: HttpRequest) -> HttpResponse:
     form = insight.WindowForm(request.GET or None)
     context = {"form": form, "report": insight.report(form.window())}
     if request.htmx:
-        return render(request, "approvals/partials/insight_body.html", context)
+        return render(request, "approvals/insight.html#body", context)
     return render(request, "approvals/insight.html", context)
