@@ -2,11 +2,12 @@ from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from approvals.models import Run
+from approvals import access
 
 from . import agents, services
 
@@ -30,6 +31,9 @@ def requester_for(request: HttpRequest):
 @login_required
 @require_http_methods(["GET", "POST"])
 def new_run(request: HttpRequest) -> HttpResponse:
+    allowed, why = access.can_start_run(request.user)
+    if not allowed:
+        raise PermissionDenied(why)
     form = NewRunForm(request.POST or None)
     requester = requester_for(request)
     if request.method == "POST" and form.is_valid():
@@ -50,4 +54,5 @@ def new_run(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def runs(request: HttpRequest) -> HttpResponse:
-    return render(request, "agents/runs.html", {"runs": Run.objects.select_related("requested_by")[:200]})
+    runs = access.visible_runs(request.user).select_related("requested_by")[:200]
+    return render(request, "agents/runs.html", {"runs": runs})

@@ -1,22 +1,93 @@
-"""Who may see and decide which calls. Checked by the server on every action.
+"""Who may see and act on runs and the calls in them: the one place that decides.
 
-A reviewer is a user with the review permission. A call whose policy names a
-group (ToolSetting.group, PolicyRule.group, or an escalation) is seen and
-decided only by members of that group. Nobody decides the calls of a run they
-requested, and nobody decides one call twice in one review round.
+Every view, socket, service and admin page asks here; the server checks on every
+request, and templates only hide what a user may not use.
+
+Who is who
+- A reviewer has the review permission (approvals.review_toolcall).
+- An auditor is in the group "auditors": reads everything, changes nothing,
+  whatever else they hold (even superuser).
+- A record reader has the admin's view permission on tool calls (auditors, superusers):
+  reads every run and call, on the site as in the admin.
+- The requester of a run is the user it was started for.
+
+Seeing
+- A call: the reviewers of its group (the call's group from ToolSetting.group,
+  PolicyRule.group or an escalation; no group: every reviewer), the requester of
+  its run, and record readers. visible_calls() is the reviewers' part (the queue
+  and its pushes), readable_calls() all of it (the call page).
+- A run shows every call in it, so a reviewer sees a run only when they may see
+  every call in it. Its requester and record readers always see it. Who may not
+  see a run gets 404 on its page and its actions, does not find it in /runs/,
+  and its socket is refused. Users without review permission see only their own runs.
+
+Acting (never an anonymous, inactive or auditor user)
+- start a run: any other logged-in user (its requester: they, or in the embedded demo
+  its agent account, settings.REVIEWHUB_DEMO_RUNS_AS).
+- decide or claim a call: a reviewer of the call's group who did not request its
+  run, once per review round.
+- undo an executed reversible call: the same, with the call's group or, for a call
+  that ran without review, the tool's group (ToolSetting.group).
+- retry or cancel a run: its requester, or a reviewer who may see it.
+
+| may ...              | anonymous | no permission  | reviewer                          | auditor | superuser |
+| see a run, its calls | no        | their own runs | own runs, runs whose calls they   | all     | all       |
+|                      |           |                | may all see                       |         |           |
+| start a run          | no        | yes            | yes                               | no      | yes       |
+| decide, claim, undo  | no        | no             | calls of their group, not of runs | no      | yes       |
+|                      |           |                | they requested                    |         |           |
+| retry, cancel        | no        | their own runs | own runs, runs they may see       | no      | yes       |
+
+In the admin, Django's model permissions decide, and auditors change nothing there
+either (auditors.AuditorsOnlyLook asks is_auditor). Where a socket may come from
+(its Origin) is reviewhub/origins.py's check; who may open it is decided here.
+
+Other kinds of pause: a tool call is the only one today. can_decide() and
+can_undo() read only the pause's `run`, `review_group`, `tool_name` and, to
+decide, `is_pending`, `review_round` and `decisions`; visible_calls() and
+readable_calls() filter any queryset on `review_group` and `run__requested_by`.
+Another kind of pause with those fields is judged by the same rules.
 """
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
-from django.db.models import Q
+from django.contrib.auth.models import Group, Permission
+from django.db.models import Exists, OuterRef, Q
 
-from .models import ToolCall
+from .models import Run, ToolCall, ToolSetting
 
 REVIEW_PERMISSION = "approvals.review_toolcall"
+READ_PERMISSION = "approvals.view_toolcall"
+AUDITORS = "auditors"
+
+
+def _logged_in(user) -> bool:
+    return bool(user and user.is_authenticated and user.is_active)
 
 
 def is_reviewer(user) -> bool:
-    return bool(user and user.is_authenticated and user.is_active and user.has_perm(REVIEW_PERMISSION))
+    return _logged_in(user) and user.has_perm(REVIEW_PERMISSION)
+
+
+def is_auditor(user) -> bool:
+    """Member of the auditors group; remembered on the user object, as Django remembers permissions."""
+    if not _logged_in(user):
+        return False
+    if not hasattr(user, "_reviewhub_auditor"):
+        user._reviewhub_auditor = any(group.name == AUDITORS for group in user.groups.all())
+    return user._reviewhub_auditor
+
+
+def reads_record(user) -> bool:
+    return _logged_in(user) and user.has_perm(READ_PERMISSION)
+
+
+def may_act(user) -> tuple[bool, str]:
+    """Whether this user may change anything at all; every other rule about acting starts here."""
+    if not _logged_in(user):
+        return False, "Log in first."
+    if is_auditor(user):
+        return False, "Auditors read the record and change nothing."
+    return True, ""
 
 
 def in_group(user, group_id: int | None) -> bool:
@@ -26,11 +97,61 @@ def in_group(user, group_id: int | None) -> bool:
     return any(group.pk == group_id for group in user.groups.all())  # uses groups prefetched by a caller
 
 
-def can_decide(user, call: ToolCall) -> tuple[bool, str]:
+def _requested(user, run: Run) -> bool:
+    return run.requested_by_id is not None and run.requested_by_id == user.pk
+
+
+# --- calls --------------------------------------------------------------------------------------
+
+
+def _reviews_group_q(user) -> Q:
+    return Q(review_group__isnull=True) | Q(review_group__in=user.groups.all())
+
+
+def visible_calls(user, queryset=None):
+    """The calls this user may review: the queue and its live pushes."""
+    queryset = queryset if queryset is not None else ToolCall.objects.all()
+    if not is_reviewer(user):
+        return queryset.none()
+    if user.is_superuser:
+        return queryset
+    return queryset.filter(_reviews_group_q(user))
+
+
+def readable_calls(user, queryset=None):
+    """The calls this user may read: those they may review, their own runs' calls, or all for record readers."""
+    queryset = queryset if queryset is not None else ToolCall.objects.all()
+    if not _logged_in(user):
+        return queryset.none()
+    if reads_record(user):
+        return queryset
+    own = Q(run__requested_by=user)
+    return queryset.filter(own | _reviews_group_q(user)) if is_reviewer(user) else queryset.filter(own)
+
+
+def may_review(user) -> tuple[bool, str]:
+    """Whether this user may decide calls at all (which ones: can_decide)."""
+    allowed, why = may_act(user)
+    if not allowed:
+        return False, why
     if not is_reviewer(user):
         return False, "You are not a reviewer."
-    if call.run.requested_by_id is not None and call.run.requested_by_id == user.pk:
-        return False, "You requested this run, so you cannot decide its calls."
+    return True, ""
+
+
+def _may_review(user, run: Run, verb: str) -> tuple[bool, str]:
+    allowed, why = may_review(user)
+    if not allowed:
+        return False, why
+    if _requested(user, run):
+        return False, f"You requested this run, so you cannot {verb} its calls."
+    return True, ""
+
+
+def can_decide(user, call: ToolCall) -> tuple[bool, str]:
+    allowed, why = _may_review(user, call.run, "decide")
+    if not allowed:
+        return False, why
     if not in_group(user, call.review_group_id):
         return False, f"Only members of the group “{call.review_group}” may decide this call."
     if call.is_pending and any(d.round == call.review_round and d.reviewer_id == user.pk for d in call.decisions.all()):
@@ -38,14 +159,21 @@ def can_decide(user, call: ToolCall) -> tuple[bool, str]:
     return True, ""
 
 
-def visible_calls(user, queryset=None):
-    """The calls this user may review."""
-    queryset = queryset if queryset is not None else ToolCall.objects.all()
-    if not is_reviewer(user):
-        return queryset.none()
-    if user.is_superuser:
-        return queryset
-    return queryset.filter(Q(review_group__isnull=True) | Q(review_group__in=user.groups.all()))
+def _undo_group(call: ToolCall) -> Group | None:
+    """Who may undo a call: the group that reviewed it or, if it ran without review, the tool's group."""
+    return call.review_group if call.review_group_id else ToolSetting.for_tool(call.tool_name).group
+
+
+def can_undo(user, call: ToolCall) -> tuple[bool, str]:
+    allowed, why = _may_review(user, call.run, "undo")
+    if not allowed:
+        return False, why
+    group = _undo_group(call)
+    if group is not None and not in_group(user, group.pk):
+        return False, f"Only members of the group “{group}” may undo this call."
+    if not can_see_run(user, call.run):
+        return False, "You may not see this run."
+    return True, ""
 
 
 def reviewers_for(call: ToolCall):
@@ -58,4 +186,39 @@ def reviewers_for(call: ToolCall):
         users = users.filter(Q(groups=call.review_group_id) | Q(is_superuser=True))
     if call.run.requested_by_id is not None:
         users = users.exclude(pk=call.run.requested_by_id)
-    return users.distinct().order_by("pk")
+    return users.exclude(groups__name=AUDITORS).distinct().order_by("pk")
+
+
+# --- runs ---------------------------------------------------------------------------------------
+
+
+def visible_runs(user, queryset=None):
+    """The runs this user may see: their own; as a reviewer, those whose every call they may see; all for readers."""
+    queryset = queryset if queryset is not None else Run.objects.all()
+    if not _logged_in(user):
+        return queryset.none()
+    if reads_record(user):
+        return queryset
+    own = Q(requested_by=user)
+    if not is_reviewer(user):
+        return queryset.filter(own)
+    hidden = ToolCall.objects.filter(run=OuterRef("pk")).exclude(_reviews_group_q(user))
+    return queryset.filter(own | ~Exists(hidden))
+
+
+def can_see_run(user, run: Run | int) -> bool:
+    return visible_runs(user).filter(pk=getattr(run, "pk", run)).exists()
+
+
+def can_start_run(user) -> tuple[bool, str]:
+    return may_act(user)
+
+
+def can_act_on_run(user, run: Run) -> tuple[bool, str]:
+    """Retry or cancel: the run's requester, or a reviewer who may see it."""
+    allowed, why = may_act(user)
+    if not allowed:
+        return False, why
+    if _requested(user, run) or (is_reviewer(user) and can_see_run(user, run)):
+        return True, ""
+    return False, "Only the requester of this run or a reviewer who may see it can retry or cancel it."

@@ -1,4 +1,4 @@
-from .access import is_reviewer
+from .access import can_start_run, is_reviewer
 from .selectors import pending_count
 
 
@@ -6,4 +6,8 @@ def queue_count(request):
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}
-    return {"queue_count": pending_count(user), "is_reviewer": is_reviewer(user)}
+    return {
+        "queue_count": pending_count(user),
+        "is_reviewer": is_reviewer(user),
+        "may_start_runs": can_start_run(user)[0],
+    }

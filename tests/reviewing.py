@@ -11,6 +11,8 @@ from approvals.models import PolicyRule, Run, ToolCall
 from approvals.services import ProposedCall
 
 REFUND_40 = "Order A-1001 arrived broken. Please refund $40."
+NOTE_CALL = ("add_order_note", {"order_id": "A-1004", "text": "Customer called about the delivery."})
+REFUND_CALL = ("issue_refund", {"order_id": "A-1001", "amount": 45, "reason": "Item arrived damaged"})
 
 
 def pending_call(make_run, text: str = REFUND_40, **kwargs) -> ToolCall:
@@ -24,6 +26,17 @@ def propose(run: Run, name: str, arguments: dict | str, call_id: str = "call_1")
     calls = [ProposedCall(call_id=call_id, name=name, raw_arguments=raw)]
     services.step_record(run=run, content="I'll do it.", calls=calls)
     return ToolCall.objects.get(run=run, call_id=call_id)
+
+
+def run_with(user, *calls: tuple[str, dict]) -> Run:
+    """A run requested by this user whose model asked for these (tool, arguments) in one step, through the
+    gate, without a model; what may run at once has run."""
+    run = services.run_create(agent="support", request="Help the customer.", requested_by=user)
+    proposed = [ProposedCall(f"call_{i}", name, json.dumps(args)) for i, (name, args) in enumerate(calls, start=1)]
+    services.step_record(run=run, content="I'll do it.", calls=proposed)
+    for call in run.tool_calls.filter(status=ToolCall.Status.APPROVED):
+        services.toolcall_execute(call=call)
+    return run
 
 
 def call_url(call: ToolCall) -> str:

@@ -8,9 +8,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from .. import audit, live
-from ..access import can_decide
+from ..access import can_decide, may_act
 from ..models import ToolCall
-from .errors import NotAllowed
+from .errors import AlreadyDecided, require
 
 REVIEW_CLAIM = timedelta(minutes=5)
 
@@ -22,9 +22,9 @@ def toolcall_review_start(*, call_id: int, reviewer: AbstractBaseUser) -> bool:
     Returns whether the reviewer holds the claim.
     """
     call = ToolCall.objects.select_related("run").get(pk=call_id)
-    allowed, why = can_decide(reviewer, call)
-    if not allowed or not call.is_pending:
-        raise NotAllowed(why or "This call is no longer waiting for review.")
+    require(can_decide(reviewer, call))
+    if not call.is_pending:
+        raise AlreadyDecided(call, call.final_decision())
     now = timezone.now()
     until = now + REVIEW_CLAIM
     pending = ToolCall.objects.filter(pk=call_id, status=ToolCall.Status.PENDING)
@@ -40,6 +40,7 @@ def toolcall_review_start(*, call_id: int, reviewer: AbstractBaseUser) -> bool:
 
 
 def toolcall_review_release(*, call_id: int, reviewer: AbstractBaseUser) -> bool:
+    require(may_act(reviewer))
     with transaction.atomic():
         mine = ToolCall.objects.filter(pk=call_id, reviewing_by=reviewer)
         if not mine.update(reviewing_by=None, reviewing_until=None):

@@ -28,6 +28,13 @@ class NotAllowed(DecisionError):
     status = 403
 
 
+def require(verdict: tuple[bool, str]) -> None:
+    """Go on only if an access rule (approvals/access.py) allowed it: `require(access.can_undo(user, call))`."""
+    allowed, why = verdict
+    if not allowed:
+        raise NotAllowed(why)
+
+
 class StaleView(DecisionError):
     status = 409
 

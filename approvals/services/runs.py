@@ -9,8 +9,9 @@ from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from .. import audit, live
+from .. import access, audit, live
 from ..models import Message, Run, ToolCall
+from .errors import require
 from .transcript import message_append
 
 TURN_LEASE = timedelta(minutes=15)
@@ -32,6 +33,9 @@ def run_create(
     system_prompt: str = "",
     dry_run: bool = False,
 ) -> Run:
+    """A new run. Started for a user (requested_by), it must be one who may start runs; without one, by the system."""
+    if requested_by is not None:
+        require(access.can_start_run(requested_by))
     run = Run.objects.create(
         agent=agent, request=request, requested_by=requested_by, dry_run=dry_run, max_steps=settings.AGENT_MAX_STEPS
     )
@@ -95,6 +99,7 @@ def run_complete(*, run: Run) -> None:
 @transaction.atomic
 def run_retry(*, run: Run, user: AbstractBaseUser) -> None:
     """Put a failed run back in the queue from where it stopped."""
+    require(access.can_act_on_run(user, run))
     updated = Run.objects.filter(pk=run.pk, status=Run.Status.FAILED).update(
         status=Run.Status.QUEUED, thinking=False, finished_at=None, max_steps=F("max_steps") + 1
     )
@@ -106,6 +111,7 @@ def run_retry(*, run: Run, user: AbstractBaseUser) -> None:
 
 @transaction.atomic
 def run_cancel(*, run: Run, user: AbstractBaseUser) -> None:
+    require(access.can_act_on_run(user, run))
     # Calls first, then the run: the order a decision locks them in, so the two cannot deadlock.
     pending = list(
         ToolCall.objects.select_for_update()

@@ -1,19 +1,20 @@
-"""Undoing an executed reversible call, once, by a reviewer."""
+"""Undoing an executed reversible call, once, by a reviewer who may (access.can_undo)."""
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from .. import audit, live
-from ..access import is_reviewer
+from ..access import can_undo
 from ..models import Tier, ToolCall
 from ..tools import registry
-from .errors import UndoError
+from .errors import UndoError, require
 
 
 @transaction.atomic
 def toolcall_undo(*, call: ToolCall, user: AbstractBaseUser) -> str:
     """Undo an executed reversible call, once, and record who did it."""
     call = ToolCall.objects.select_for_update().get(pk=call.pk)
+    require(can_undo(user, call))
     tool = registry.get(call.tool_name)
     if call.tier != Tier.REVERSIBLE or tool is None or tool.undo is None:
         raise UndoError("Only reversible tools can be undone.")
@@ -21,8 +22,6 @@ def toolcall_undo(*, call: ToolCall, user: AbstractBaseUser) -> str:
         raise UndoError(f"Only executed calls can be undone; this one is {call.get_status_display().lower()}.")
     if call.run.dry_run:
         raise UndoError("A dry run wrote nothing to undo.")
-    if not is_reviewer(user):
-        raise UndoError("Only reviewers can undo calls.")
     result = str(tool.undo(call.idempotency_key))
     ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.UNDONE)
     audit.record(audit.AuditEvent.Kind.UNDONE, tool_call=call, actor=user, payload={"result": result})

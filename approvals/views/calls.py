@@ -2,6 +2,7 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -98,6 +99,9 @@ def call_edit(request: HttpRequest, pk: int) -> HttpResponse:
 def call_changes(request: HttpRequest, pk: int) -> HttpResponse:
     """Validate an edit and show how it differs from the model's arguments, deciding nothing."""
     call = get_call_for_user(request, pk)
+    allowed, why = can_decide(request.user, call)
+    if not allowed:
+        return panel_response(request, call, status=403, error=services.NotAllowed(why))
     try:
         diff = services.toolcall_edit_changes(call=call, arguments=parse_edit(services.tool_for(call), request.POST))
     except services.DecisionError as exc:
@@ -107,6 +111,8 @@ def call_changes(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _claim_response(request: HttpRequest, call: ToolCall, error: services.DecisionError | None) -> HttpResponse:
     if not request.htmx:
+        if isinstance(error, services.NotAllowed):
+            raise PermissionDenied(str(error))
         if error is not None:
             messages.error(request, str(error))
         return redirect("approvals:call", pk=call.pk)
@@ -131,5 +137,8 @@ def call_claim(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def call_release(request: HttpRequest, pk: int) -> HttpResponse:
     call = get_call_for_user(request, pk)
-    services.toolcall_review_release(call_id=call.pk, reviewer=request.user)
+    try:
+        services.toolcall_review_release(call_id=call.pk, reviewer=request.user)
+    except services.NotAllowed as exc:
+        return _claim_response(request, call, exc)
     return _claim_response(request, call, None)

@@ -3,7 +3,7 @@
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from ..access import visible_calls
+from ..access import readable_calls
 from ..forms import edit_fields
 from ..models import ToolCall
 from ..panels import PANEL_TEMPLATE, panel_context
@@ -14,7 +14,8 @@ FIELDLESS = {"arguments_json", "reason", "guidance", "approve_anyway"}
 
 
 def get_call_for_user(request: HttpRequest, pk: int) -> ToolCall:
-    calls = visible_calls(request.user).select_related("run", "run__requested_by", "review_group", "reviewing_by")
+    """The call, if this user may read it (access.readable_calls); else 404. Acting on it is the services' check."""
+    calls = readable_calls(request.user).select_related("run", "run__requested_by", "review_group", "reviewing_by")
     return get_object_or_404(calls, pk=pk)
 
 

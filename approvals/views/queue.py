@@ -2,12 +2,13 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import services
-from ..access import can_decide, is_reviewer
+from ..access import can_decide, is_reviewer, may_review
 from ..selectors import pending_calls
 
 
@@ -39,6 +40,9 @@ def _selected(values: list[str]) -> list[tuple[int, str]]:
 @login_required
 @require_POST
 def approve_selected(request: HttpRequest) -> HttpResponse:
+    allowed, why = may_review(request.user)
+    if not allowed:
+        raise PermissionDenied(why)
     items = _selected(request.POST.getlist("calls"))
     if not items:
         messages.error(request, "Select the calls to approve.")

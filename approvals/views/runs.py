@@ -2,52 +2,81 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import services
-from ..models import Run, ToolCall
+from .. import access, services
+from ..models import Run, Tier, ToolCall
+
+
+def get_run_for_user(request: HttpRequest, pk: int) -> Run:
+    """The run, if this user may see it (access.visible_runs); else 404."""
+    return get_object_or_404(access.visible_runs(request.user).select_related("requested_by"), pk=pk)
+
+
+def _undoable(user, run: Run, call: ToolCall) -> bool:
+    if run.dry_run or call.tier != Tier.REVERSIBLE or call.status != ToolCall.Status.EXECUTED:
+        return False
+    return access.can_undo(user, call)[0]
 
 
 @login_required
 @require_GET
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    run = get_object_or_404(Run.objects.select_related("requested_by"), pk=pk)
+    run = get_run_for_user(request, pk)
+    calls = list(
+        run.tool_calls.select_related("review_group")
+        .prefetch_related("decisions__reviewer")
+        .order_by("created_at", "id")
+    )
+    for call in calls:
+        call.run = run
+        call.viewer_can_undo = _undoable(request.user, run, call)
     context = {
         "run": run,
         "messages_": run.messages.order_by("seq"),
-        "calls": run.tool_calls.prefetch_related("decisions__reviewer").order_by("created_at", "id"),
+        "calls": calls,
+        "can_act": access.can_act_on_run(request.user, run)[0],
     }
     if request.htmx and request.GET.get("fragment") == "body":
         return render(request, "approvals/partials/run_body.html", context)
     return render(request, "approvals/run.html", context)
 
 
+def _act(request: HttpRequest, pk: int, action, done: str) -> HttpResponse:
+    """Retry or cancel, as this user: 404 if they may not see the run, 403 if they may not act on it."""
+    run = get_run_for_user(request, pk)
+    try:
+        action(run=run, user=request.user)
+    except services.NotAllowed as exc:
+        raise PermissionDenied(str(exc))
+    messages.info(request, done)
+    return redirect("approvals:run", pk=run.pk)
+
+
 @login_required
 @require_POST
 def run_retry(request: HttpRequest, pk: int) -> HttpResponse:
-    run = get_object_or_404(Run, pk=pk)
-    services.run_retry(run=run, user=request.user)
-    messages.info(request, "The run was put back in the queue.")
-    return redirect("approvals:run", pk=run.pk)
+    return _act(request, pk, services.run_retry, "The run was put back in the queue.")
 
 
 @login_required
 @require_POST
 def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
-    run = get_object_or_404(Run, pk=pk)
-    services.run_cancel(run=run, user=request.user)
-    messages.info(request, "The run was cancelled.")
-    return redirect("approvals:run", pk=run.pk)
+    return _act(request, pk, services.run_cancel, "The run was cancelled.")
 
 
 @login_required
 @require_POST
 def call_undo(request: HttpRequest, pk: int, call_pk: int) -> HttpResponse:
-    call = get_object_or_404(ToolCall.objects.select_related("run"), pk=call_pk, run_id=pk)
+    run = get_run_for_user(request, pk)
+    call = get_object_or_404(run.tool_calls, pk=call_pk)
     try:
         messages.info(request, f"Undone: {services.toolcall_undo(call=call, user=request.user)}")
+    except services.NotAllowed as exc:
+        raise PermissionDenied(str(exc))
     except services.UndoError as exc:
         messages.error(request, str(exc))
     return redirect("approvals:run", pk=pk)

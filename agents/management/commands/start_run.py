@@ -3,6 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from agents import services
 from agents.agents import AGENTS
+from approvals.services import NotAllowed
 
 
 class Command(BaseCommand):
@@ -20,7 +21,10 @@ class Command(BaseCommand):
             user = get_user_model().objects.filter(username=options["user"]).first()
             if user is None:
                 raise CommandError(f"No user {options['user']!r}.")
-        run = services.run_start(
-            agent_name=options["agent"], request=options["request"], requested_by=user, dry_run=options["dry_run"]
-        )
+        try:
+            run = services.run_start(
+                agent_name=options["agent"], request=options["request"], requested_by=user, dry_run=options["dry_run"]
+            )
+        except NotAllowed as exc:
+            raise CommandError(f"{options['user']} may not start runs: {exc}")
         self.stdout.write(f"Started run {run.pk}")
