@@ -15,6 +15,7 @@ from . import access, fanout
 from .live import QUEUE_GROUP, run_group
 
 REFUSED = 4403
+NOT_FOUND = 4404
 
 
 class QueueConsumer(AsyncWebsocketConsumer):
@@ -41,11 +42,11 @@ class QueueConsumer(AsyncWebsocketConsumer):
 
 class RunConsumer(AsyncWebsocketConsumer):
     async def connect(self):
-        user = self.scope.get("user")
-        if not (user and user.is_authenticated and user.is_active):
+        run_id = self.scope["url_route"]["kwargs"]["run_id"]
+        if not await database_sync_to_async(access.can_see_run)(self.scope.get("user"), run_id):
             await self.close(code=REFUSED)
             return
-        self.group = run_group(self.scope["url_route"]["kwargs"]["run_id"])
+        self.group = run_group(run_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
 
@@ -55,3 +56,10 @@ class RunConsumer(AsyncWebsocketConsumer):
 
     async def run_changed(self, event):
         await self.send(text_data=render_to_string("approvals/partials/run_changed.html", {"run_id": event["run_id"]}))
+
+
+class NotFoundConsumer(AsyncWebsocketConsumer):
+    """Any other socket path: refused before it opens."""
+
+    async def connect(self):
+        await self.close(code=NOT_FOUND)
