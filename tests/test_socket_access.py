@@ -12,6 +12,7 @@ from approvals import services
 from approvals.models import ToolSetting
 from reviewhub.asgi import application
 
+from .access_table import OPEN, ROLES, SHUT, WS, build_world, rule_for, socket_routes
 from .livestack import session_cookie
 from .reviewing import REFUND_CALL, run_with
 
@@ -97,3 +98,16 @@ async def test_the_run_socket_is_refused_to_who_may_not_see_the_run(
 async def test_a_requester_without_review_permission_watches_their_own_run(shop, outsider):
     run = await sync_to_async(services.run_create)(agent="support", request="Help.", requested_by=outsider)
     assert await opens(f"/ws/runs/{run.pk}/", outsider)
+
+
+# --- every socket route × every role, against the table in tests/access_table.py --------------------
+
+
+@pytest.mark.parametrize("route", socket_routes(), ids=lambda route: route.key)
+async def test_each_role_gets_what_the_table_says_of_a_socket(route):
+    method, expected = rule_for(route)
+    assert method == WS, f"{route.key} is a socket route; its row says {method}"
+    world = await sync_to_async(build_world)()
+    path = world.path(route) if route.key != ".*" else "/ws/other/"
+    got = {role: OPEN if await opens(path, world.users[role]) else SHUT for role in ROLES}
+    assert got == expected, path
