@@ -122,12 +122,11 @@ def _claim_response(request: HttpRequest, call: ToolCall, error: services.Decisi
     return render(request, "approvals/partials/claim.html", context, status=error.status if error else 200)
 
 
-@login_required
-@require_POST
-def call_claim(request: HttpRequest, pk: int) -> HttpResponse:
+def _claim_action(request: HttpRequest, pk: int, service) -> HttpResponse:
+    """Start or release "being reviewed by me" on a call this reviewer may see."""
     call = get_call_for_user(request, pk)
     try:
-        services.toolcall_review_start(call_id=call.pk, reviewer=request.user)
+        service(call_id=call.pk, reviewer=request.user)
     except services.DecisionError as exc:
         return _claim_response(request, call, exc)
     return _claim_response(request, call, None)
@@ -135,10 +134,11 @@ def call_claim(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
+def call_claim(request: HttpRequest, pk: int) -> HttpResponse:
+    return _claim_action(request, pk, services.toolcall_review_start)
+
+
+@login_required
+@require_POST
 def call_release(request: HttpRequest, pk: int) -> HttpResponse:
-    call = get_call_for_user(request, pk)
-    try:
-        services.toolcall_review_release(call_id=call.pk, reviewer=request.user)
-    except services.NotAllowed as exc:
-        return _claim_response(request, call, exc)
-    return _claim_response(request, call, None)
+    return _claim_action(request, pk, services.toolcall_review_release)
