@@ -18,3 +18,9 @@ def advance_run(run_id: int, only: str | None = None) -> None:
 def expire_overdue() -> dict:
     """Celery beat runs this every 30 s: flag calls near their deadline, escalate or expire overdue ones."""
     return services.deadlines_apply()
+
+
+@shared_task(ignore_result=True)
+def sweep() -> dict:
+    """Celery beat runs this every SWEEP_INTERVAL_SECONDS: take every stuck run further."""
+    return services.sweep_apply()

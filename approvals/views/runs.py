@@ -18,6 +18,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "run": run,
         "messages_": run.messages.order_by("seq"),
         "calls": run.tool_calls.prefetch_related("decisions__reviewer").order_by("created_at", "id"),
+        "stall": services.run_stall(run=run),
     }
     if request.htmx and request.GET.get("fragment") == "body":
         return render(request, "approvals/partials/run_body.html", context)
