@@ -6,4 +6,4 @@ class AgentsConfig(AppConfig):
     verbose_name = "Agents and the demo shop"
 
     def ready(self):
-        from . import tools  # noqa: F401  registers the demo tools
+        from . import checks, tools  # noqa: F401  registers the system checks and the demo tools

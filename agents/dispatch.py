@@ -1,37 +1,56 @@
-"""Where advancing a run happens: a Celery worker, or (embedded) a thread here.
+"""Where advancing a run happens: Celery workers, or (embedded) thread pools here.
 
-approvals/ calls enqueue_advance() after a commit (settings.REVIEWHUB_RESUME).
+approvals/ calls enqueue_advance() after a commit (settings.REVIEWHUB_RESUME), and so
+does the sweep. Tool execution and model turns go to separate places — the tools and
+turns Celery queues, or two thread pools — so a slow model never keeps an approved
+call waiting; each hands the run over to the other when that kind of work is next.
 """
 
 import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
 from django.db import close_old_connections
 
+from approvals.models import ToolCall
+
+from . import loop
+from .loop import RUNNABLE, TOOLS, TURN
+
 log = logging.getLogger(__name__)
 
-_executor: ThreadPoolExecutor | None = None
+_executors: dict[str, ThreadPoolExecutor] = {}
+_executors_lock = threading.Lock()
 
 
 def enqueue_advance(run_id: int) -> None:
+    """Take the run further: its approved calls first, else its next model turn."""
+    enqueue(run_id, TOOLS if ToolCall.objects.filter(run_id=run_id, status__in=RUNNABLE).exists() else TURN)
+
+
+def queue_for(kind: str) -> str:
+    return settings.TOOLS_QUEUE if kind == TOOLS else settings.TURNS_QUEUE
+
+
+def enqueue(run_id: int, kind: str) -> None:
     if settings.TASKS_IN_PROCESS:
-        global _executor
-        if _executor is None:
-            _executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="agent")
-        _executor.submit(_advance_here, run_id)
+        with _executors_lock:
+            if kind not in _executors:
+                _executors[kind] = ThreadPoolExecutor(max_workers=2, thread_name_prefix=f"agent-{kind}")
+        _executors[kind].submit(_advance_here, run_id, kind)
     else:
         from .tasks import advance_run
 
-        advance_run.delay(run_id)
+        advance_run.apply_async((run_id, kind), queue=queue_for(kind))
 
 
-def _advance_here(run_id: int) -> None:
-    from .loop import advance
-
+def _advance_here(run_id: int, kind: str) -> None:
     close_old_connections()
     try:
-        advance(run_id)
+        following = loop.advance(run_id, only=kind)
+        if following:
+            enqueue(run_id, following)
     except Exception:
         log.exception("advancing run %s failed", run_id)
     finally:

@@ -3,6 +3,10 @@ answered, put its tool calls through the gate, and stop when someone must decide
 
 Nothing here waits for a person: a run that needs a decision is left WAITING in
 the database, and a decision enqueues advance() again, possibly hours later.
+
+Model turns and tool execution can run in different places (Celery queues, thread
+pools): with `only`, advance() does one kind of work and returns the kind that comes
+next, for the caller to queue where that kind runs.
 """
 
 import logging
@@ -15,17 +19,22 @@ from . import llm
 
 log = logging.getLogger(__name__)
 
+TOOLS, TURN = "tools", "turn"
+RUNNABLE = (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING)
+
 
 def transcript(run: Run) -> list[dict]:
     return [m.as_openai() for m in run.messages.order_by("seq")]
 
 
-def advance(run_id: int) -> None:
+def advance(run_id: int, *, only: str | None = None) -> str | None:
     run = Run.objects.get(pk=run_id)
     while run.is_active:
         step = run.open_step()
         if step is not None and not services.step_is_answered(message=step):
-            for call in step.calls.filter(status__in=[ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING]):
+            if only == TURN and step.calls.filter(status__in=RUNNABLE).exists():
+                return TOOLS
+            for call in step.calls.filter(status__in=RUNNABLE):
                 services.toolcall_execute(call=call)
             if not services.step_is_answered(message=step):
                 if step.calls.filter(status=ToolCall.Status.PENDING).exists():
@@ -38,6 +47,8 @@ def advance(run_id: int) -> None:
         if run.step_count >= run.max_steps:
             services.run_fail(run=run, error=f"Stopped after {run.max_steps} model turns (the step limit).")
             return
+        if only == TOOLS:
+            return TURN
         was_waiting = run.status == Run.Status.WAITING
         if not services.run_begin_turn(run=run):
             return  # another worker is taking this turn
@@ -48,7 +59,8 @@ def advance(run_id: int) -> None:
         except llm.ModelError as exc:
             services.run_fail(run=run, error=str(exc))
             return
-        services.step_record(run=run, content=reply.content, calls=reply.calls)
+        if services.step_record(run=run, content=reply.content, calls=reply.calls, turn=run.step_count) is None:
+            return  # the turn outlived its lease and was given to another worker
         run.refresh_from_db()
         if not reply.calls:
             services.run_complete(run=run)

@@ -159,6 +159,11 @@ def issue_refund(args: IssueRefundArgs, ctx: ToolContext) -> str:
     amount = Decimal(str(args.amount))
     with transaction.atomic():
         existing = Refund.objects.filter(idempotency_key=ctx.idempotency_key).first()
+        if existing and ctx.retaken:  # this call's own refund, stored before its worker stopped
+            return (
+                f"Refunded {money(existing.amount)} on order {existing.order.number} (refund {existing.pk}; "
+                "recorded by this same call before an interruption, so it was issued once)."
+            )
         if existing:
             return (
                 f"Refund {existing.pk} of {money(existing.amount)} on order {existing.order.number} was already issued."
@@ -244,7 +249,9 @@ def send_email(args: SendEmailArgs, ctx: ToolContext) -> str:
         )
         if created:
             send_mail(args.subject, args.body, None, [args.to])
-    return f"Email {email.pk} sent to {email.to}." if created else f"Email {email.pk} was already sent."
+    if created or ctx.retaken:  # retaken: this call's own email, stored before its worker stopped
+        return f"Email {email.pk} sent to {email.to}."
+    return f"Email {email.pk} was already sent."
 
 
 def simulate_email(args: SendEmailArgs) -> str:

@@ -24,6 +24,9 @@ class ToolContext:
     idempotency_key: str
     run_id: int | None = None
     dry_run: bool = False
+    # This call's execution was taken over after its worker stopped: an effect already stored
+    # under the idempotency key is this same call's, finishing now, not an earlier duplicate.
+    retaken: bool = False
 
 
 @dataclass(frozen=True)

@@ -214,10 +214,29 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
+# Three queues: model turns, tool execution (so a slow model never delays an approved call),
+# and the periodic passes (deadlines, the sweep) on the default queue.
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "reviewhub")
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+TURNS_QUEUE = env_str("CELERY_TURNS_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-turns")
+TOOLS_QUEUE = env_str("CELERY_TOOLS_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-tools")
+# Leases: a model turn or a tool execution whose worker went quiet this long is taken over
+# by the sweep. Each must be longer than the longest legitimate turn or tool run (README).
+TURN_LEASE_SECONDS = env_int("TURN_LEASE_SECONDS", 300)
+EXECUTION_LEASE_SECONDS = env_int("EXECUTION_LEASE_SECONDS", 120)
+# The sweep: how often it runs, how long an approved call or an idle run may sit before it is
+# resumed, and after how many resumptions without progress the run is failed with the reason.
+SWEEP_INTERVAL_SECONDS = env_int("SWEEP_INTERVAL_SECONDS", 30)
+SWEEP_GRACE_SECONDS = env_int("SWEEP_GRACE_SECONDS", 60)
+SWEEP_MAX_ATTEMPTS = env_int("SWEEP_MAX_ATTEMPTS", 5)
+# Redis hands an unacknowledged task to another worker after this long.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("BROKER_VISIBILITY_TIMEOUT", 600)}
 CELERY_BEAT_SCHEDULE = {
     "expire-overdue-calls": {"task": "agents.tasks.expire_overdue", "schedule": 30.0},
+    "sweep-stuck-runs": {
+        "task": "agents.tasks.sweep",
+        "schedule": float(SWEEP_INTERVAL_SECONDS),
+        "options": {"expires": float(SWEEP_INTERVAL_SECONDS)},  # a pass queued while no worker ran is dropped
+    },
 }
 
 # The model, reached through the openai package. Without OPENAI_API_KEY the

@@ -45,6 +45,8 @@ TASKS_IN_PROCESS = True
 # Celery, when a test turns it on, talks to Redis on a queue of this test process only.
 CELERY_BROKER_URL = REDIS_TEST_URL
 CELERY_TASK_DEFAULT_QUEUE = f"reviewhub-test-{os.getpid()}"
+TURNS_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}-turns"
+TOOLS_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}-tools"
 # Tests advance runs explicitly; resumptions are recorded, not run in threads.
 REVIEWHUB_RESUME = "tests.support.record_resume"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -111,8 +111,25 @@ def production_env(database_name: str, redis_url: str, model_url: str, queue: st
     }
 
 
-def start_worker(processes: Processes, queue: str, concurrency: int = 2, loglevel: str = "warning") -> subprocess.Popen:
-    """A Celery worker on queue; at loglevel "info" its log says when each task is received and has succeeded."""
+def worker_queues(queue: str) -> dict[str, str]:
+    """The queues of a deployment whose CELERY_QUEUE is `queue` (named as reviewhub/settings.py names them)."""
+    return {"default": queue, "turns": f"{queue}-turns", "tools": f"{queue}-tools"}
+
+
+def start_worker(
+    processes: Processes,
+    queue: str,
+    concurrency: int = 2,
+    *,
+    kinds=("default", "turns", "tools"),
+    pool: str = "threads",
+    log_name: str = "",
+    loglevel: str = "warning",
+) -> subprocess.Popen:
+    """A Celery worker on the named kinds of queue of `queue` (all three by default).
+
+    At loglevel "info" its log says when each task is received and has succeeded."""
+    queues = worker_queues(queue)
     return processes.start(
         "-m",
         "celery",
@@ -120,17 +137,17 @@ def start_worker(processes: Processes, queue: str, concurrency: int = 2, logleve
         "reviewhub",
         "worker",
         "-Q",
-        queue,
+        ",".join(queues[kind] for kind in kinds),
         "-c",
         str(concurrency),
         "--pool",
-        "threads",
+        pool,
         "-l",
         loglevel,
         "--without-gossip",
         "--without-mingle",
         "--without-heartbeat",
-        log_name=f"worker-{queue}",
+        log_name=log_name or f"worker-{queue}-{'-'.join(kinds)}",
     )
 
 

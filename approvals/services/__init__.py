@@ -6,6 +6,7 @@
 - decisions: approve, edit, reject, respond — one transaction each
 - claims: "being reviewed by X"
 - deadlines: warn, escalate, expire
+- sweep: every stuck run taken further, or failed with the reason
 - execution: an approved call run exactly once, exactly as approved
 - undo, previews (dry run, an edit's changes), shadow rules, errors
 
@@ -38,6 +39,7 @@ from .runs import (
     run_retry,
     run_set_status,
 )
+from .sweep import Stall, run_stall, run_take_further, stuck_runs, sweep_apply
 from .transcript import message_append, step_is_answered
 from .undo import toolcall_undo
 
@@ -47,6 +49,7 @@ __all__ = [
     "EditInvalid",
     "NotAllowed",
     "ProposedCall",
+    "Stall",
     "StaleView",
     "UndoError",
     "WarningNotAcknowledged",
@@ -62,8 +65,12 @@ __all__ = [
     "run_resumed",
     "run_retry",
     "run_set_status",
+    "run_stall",
+    "run_take_further",
     "step_is_answered",
     "step_record",
+    "stuck_runs",
+    "sweep_apply",
     "tool_for",
     "toolcall_approve_many",
     "toolcall_claim",

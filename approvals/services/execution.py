@@ -4,6 +4,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -18,7 +19,9 @@ from .transcript import record_output
 
 log = logging.getLogger(__name__)
 
-CLAIM_LEASE = timedelta(minutes=10)
+
+def execution_lease() -> timedelta:
+    return timedelta(seconds=settings.EXECUTION_LEASE_SECONDS)
 
 
 def toolcall_claim(*, call: ToolCall) -> bool:
@@ -29,7 +32,8 @@ def toolcall_claim(*, call: ToolCall) -> bool:
     """
     now = timezone.now()
     fresh = ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED)
-    abandoned = ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.EXECUTING, claimed_at__lt=now - CLAIM_LEASE)
+    lapsed = now - execution_lease()
+    abandoned = ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.EXECUTING, claimed_at__lt=lapsed)
     won = fresh.update(status=ToolCall.Status.EXECUTING, claimed_at=now) or abandoned.update(claimed_at=now)
     return bool(won)
 
@@ -148,13 +152,13 @@ def toolcall_execute(*, call: ToolCall) -> bool:
         if back is not None:
             _return_to_queue(call, back)
             return False
-    status, output = _run_tool(call, tool, args)
+    status, output = _run_tool(call, tool, args, retaken=retake)
     if call.arguments is not None and arguments != call.arguments:
         output = f"{edit_summary(call.arguments, arguments)}\nResult: {output}"
     return _finish(call, status, output)
 
 
-def _run_tool(call: ToolCall, tool: Tool, args) -> tuple[str, str]:
+def _run_tool(call: ToolCall, tool: Tool, args, *, retaken: bool) -> tuple[str, str]:
     run = call.run
     payload = {
         "arguments": call.approved_arguments,
@@ -164,7 +168,7 @@ def _run_tool(call: ToolCall, tool: Tool, args) -> tuple[str, str]:
     }
     audit.record(audit.AuditEvent.Kind.EXECUTING, tool_call=call, payload=payload)
     try:
-        return ToolCall.Status.EXECUTED, tool.run(args, ToolContext(call.idempotency_key, run.pk, run.dry_run))
+        return ToolCall.Status.EXECUTED, tool.run(args, ToolContext(call.idempotency_key, run.pk, run.dry_run, retaken))
     except ToolError as exc:
         return ToolCall.Status.FAILED, f"Error: {exc}"
     except Exception as exc:

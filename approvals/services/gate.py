@@ -34,9 +34,18 @@ class _Refused(Exception):
 
 
 @transaction.atomic
-def step_record(*, run: Run, content: str, calls: list[ProposedCall]) -> Message:
-    """Store the assistant's message and put each of its tool calls through the gate."""
-    Run.objects.filter(pk=run.pk).update(thinking=False, updated_at=timezone.now())
+def step_record(*, run: Run, content: str, calls: list[ProposedCall], turn: int | None = None) -> Message | None:
+    """Store the assistant's message and put each of its tool calls through the gate.
+
+    With `turn`, only while that model turn is still the caller's: a turn the sweep
+    gave to another worker after its lease ran out, or a run cancelled meanwhile,
+    records nothing and returns None.
+    """
+    runs = Run.objects.filter(pk=run.pk)
+    if turn is not None:
+        runs = runs.filter(step_count=turn, thinking=True, status__in=Run.ACTIVE)
+    if not runs.update(thinking=False, updated_at=timezone.now()) and turn is not None:
+        return None
     message = message_append(
         run=run,
         role=Message.Role.ASSISTANT,

@@ -14,8 +14,11 @@ from ..models import Message, Run, ToolCall
 from .errors import require
 from .transcript import message_append
 
-TURN_LEASE = timedelta(minutes=15)
 FINISHED = (Run.Status.COMPLETED, Run.Status.FAILED, Run.Status.CANCELLED)
+
+
+def turn_lease() -> timedelta:
+    return timedelta(seconds=settings.TURN_LEASE_SECONDS)
 
 
 def request_resume(run_id: int) -> None:
@@ -70,7 +73,7 @@ def run_begin_turn(*, run: Run) -> bool:
 
     A turn left "thinking" by a worker that died is taken again after the lease.
     """
-    idle = Q(thinking=False) | Q(updated_at__lt=timezone.now() - TURN_LEASE)
+    idle = Q(thinking=False) | Q(updated_at__lt=timezone.now() - turn_lease())
     won = Run.objects.filter(idle, pk=run.pk, status__in=Run.ACTIVE, step_count=run.step_count).update(
         status=Run.Status.RUNNING, step_count=F("step_count") + 1, thinking=True, updated_at=timezone.now()
     )
@@ -85,9 +88,18 @@ def run_resumed(*, run: Run) -> None:
 
 
 @transaction.atomic
-def run_fail(*, run: Run, error: str) -> None:
-    run_set_status(run=run, status=Run.Status.FAILED, error=error)
+def run_fail(*, run: Run, error: str) -> bool:
+    """Fail an active run with the reason, shown on its page beside Retry; a finished run stays as it is."""
+    now = timezone.now()
+    fields = {"status": Run.Status.FAILED, "last_error": error, "thinking": False}
+    fields |= {"finished_at": now, "updated_at": now}
+    if not Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).update(**fields):
+        return False
+    for key, value in fields.items():
+        setattr(run, key, value)
     audit.record(audit.AuditEvent.Kind.RUN_FAILED, run=run, payload={"error": error})
+    live.run_changed(run.pk)
+    return True
 
 
 @transaction.atomic
@@ -101,7 +113,11 @@ def run_retry(*, run: Run, user: AbstractBaseUser) -> None:
     """Put a failed run back in the queue from where it stopped."""
     require(access.can_act_on_run(user, run))
     updated = Run.objects.filter(pk=run.pk, status=Run.Status.FAILED).update(
-        status=Run.Status.QUEUED, thinking=False, finished_at=None, max_steps=F("max_steps") + 1
+        status=Run.Status.QUEUED,
+        thinking=False,
+        finished_at=None,
+        max_steps=F("max_steps") + 1,
+        updated_at=timezone.now(),
     )
     if updated:
         audit.record(audit.AuditEvent.Kind.RESUMED, run=run, actor=user, payload={"retry": True})

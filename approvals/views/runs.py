@@ -39,6 +39,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "messages_": run.messages.order_by("seq"),
         "calls": calls,
         "can_act": access.can_act_on_run(request.user, run)[0],
+        "stall": services.run_stall(run=run),
     }
     if request.htmx and request.GET.get("fragment") == "body":
         return render(request, "approvals/partials/run_body.html", context)

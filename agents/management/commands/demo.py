@@ -19,13 +19,15 @@ def _port_free(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) != 0
 
 
-def _expiry_loop() -> None:
+def _periodic_loop() -> None:
+    """What Celery beat does in production: deadlines, and the sweep that takes stuck runs further."""
     while True:
-        time.sleep(30)
-        try:
-            approvals_services.deadlines_apply()
-        except Exception as exc:  # keep the loop alive; the next pass retries
-            print(f"expiry pass failed: {exc}")
+        time.sleep(settings.SWEEP_INTERVAL_SECONDS)
+        for name, apply in (("expiry", approvals_services.deadlines_apply), ("sweep", approvals_services.sweep_apply)):
+            try:
+                apply()
+            except Exception as exc:  # keep the loop alive; the next pass retries
+                print(f"{name} pass failed: {exc}")
 
 
 class Command(BaseCommand):
@@ -49,7 +51,7 @@ class Command(BaseCommand):
             server = model_server.serve(port=port)
             settings.OPENAI_BASE_URL = server.url
             self.stdout.write(f"Scripted demo model on {server.url}")
-        threading.Thread(target=_expiry_loop, daemon=True, name="expiry").start()
+        threading.Thread(target=_periodic_loop, daemon=True, name="periodic").start()
 
         def start_runs():
             time.sleep(1)
