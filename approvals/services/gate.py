@@ -94,18 +94,10 @@ def _admit(call: ToolCall):
         raise _Refused(ToolCall.Status.INVALID, "invalid", output)
     call.arguments = args.model_dump(mode="json")
     call.arguments_hash = args_hash(call.arguments)
-    problem = draft_problem(tool, args)
+    problem = tool.draft_problem(args)
     if problem:
         raise _Refused(ToolCall.Status.INVALID, "invalid", f"Error: {tool.name} was not run: {problem}")
     return tool, args
-
-
-def draft_problem(tool: Tool, args) -> str:
-    """What the tool's own draft check says is wrong with these arguments ("" when nothing is)."""
-    try:
-        return (tool.check(args) if tool.check else None) or ""
-    except Exception as exc:
-        return f"the draft check could not run ({exc})"
 
 
 def _decide_policy(call: ToolCall, tool: Tool) -> policy.PolicyOutcome:
