@@ -7,11 +7,14 @@ the database, and a decision enqueues advance() again, possibly hours later.
 Model turns and tool execution can run in different places (Celery queues, thread
 pools): with `only`, advance() does one kind of work and returns the kind that comes
 next, for the caller to queue where that kind runs.
+Nothing is left stuck either: an unexpected error fails the run with the reason.
 """
 
 import logging
 
-from approvals import services
+from django.db import transaction
+
+from approvals import services, storable
 from approvals.models import Message, Run, ToolCall
 from approvals.tools import registry
 
@@ -28,6 +31,28 @@ def transcript(run: Run) -> list[dict]:
 
 
 def advance(run_id: int, *, only: str | None = None) -> str | None:
+    """Take the run as far as it can go now (see the module's docstring for `only`).
+
+    Whatever goes wrong, it is not left "running": an unexpected error fails it
+    with the reason, and its page offers Retry."""
+    try:
+        return _advance(run_id, only=only)
+    except Exception as exc:
+        log.exception("advancing run %s failed", run_id)
+        _fail_unexpectedly(run_id, exc)
+        return None
+
+
+def _fail_unexpectedly(run_id: int, exc: Exception) -> None:
+    """Fail the run, unless it has already finished (cancelled meanwhile, say)."""
+    error = f"The run stopped on an unexpected error: {type(exc).__name__}: {exc}"
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(pk=run_id, status__in=Run.ACTIVE).first()
+        if run is not None:
+            services.run_fail(run=run, error=storable.escape(error, limit=1000))
+
+
+def _advance(run_id: int, *, only: str | None) -> str | None:
     run = Run.objects.get(pk=run_id)
     while run.is_active:
         step = run.open_step()

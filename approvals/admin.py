@@ -9,16 +9,14 @@ the table (CappedPaginator), related rows in the same query, filters that need
 no query of their own, and sorting only where an index serves it.
 """
 
-from datetime import UTC, timedelta
+from datetime import UTC
 from urllib.parse import urlencode
 
 from django.contrib import admin
-from django.contrib.admin.options import IncorrectLookupParameters
-from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.core.handlers.asgi import ASGIRequest
 from django.core.paginator import Paginator
-from django.db.models import Exists, OuterRef, Subquery
+from django.db.models import OuterRef, Subquery
 from django.http import HttpResponseBadRequest, StreamingHttpResponse
 from django.urls import path, reverse
 from django.utils.functional import cached_property
@@ -27,15 +25,23 @@ from django.utils.html import format_html
 from . import (
     audit,
     export,
-    insight,
     rules_admin,  # noqa: F401  (policy rules, tool settings, shadow results)
     search,
 )
-from .export import parse_moment
+from .admin_filters import (
+    ActorFilter,
+    CallReviewerFilter,
+    CallToolFilter,
+    DateRangeFilter,
+    OutcomeFilter,
+    RefuseUnstorableQuery,
+    ReviewerFilter,
+    ToolFilter,
+    refused_query,
+)
 from .models import AuditEvent, Decision, Message, Run, ToolCall
 from .templatetags.review import reveal
 from .text import pretty_json
-from .tools import registry
 
 
 class CappedPaginator(Paginator):
@@ -56,118 +62,10 @@ class CappedPaginator(Paginator):
         return self.count > self.cap
 
 
-# --- filters that cost no query (or one small one) ------------------------------------------
-
-
-class DateRangeFilter(admin.DateFieldListFilter):
-    """Quick ranges, and a from/before form; plain dates are days in the current time zone."""
-
-    template = "admin/approvals/date_range_filter.html"
-
-    def __init__(self, field, request, params, model, model_admin, field_path):
-        super().__init__(field, request, params, model, model_admin, field_path)
-        today = self.links[1][1][self.lookup_kwarg_since]
-        tomorrow = self.links[1][1][self.lookup_kwarg_until]
-        self.links = (
-            self.links[:3]
-            + (
-                (
-                    "Past 30 days",
-                    {self.lookup_kwarg_since: today - timedelta(days=30), self.lookup_kwarg_until: tomorrow},
-                ),
-            )
-            + self.links[3:]
-        )
-
-    def queryset(self, request, queryset):
-        try:
-            since = parse_moment(self.date_params.get(self.lookup_kwarg_since))
-            before = parse_moment(self.date_params.get(self.lookup_kwarg_until))
-        except ValueError as exc:
-            raise IncorrectLookupParameters(exc)
-        if since:
-            queryset = queryset.filter(**{self.lookup_kwarg_since: since})
-        if before:
-            queryset = queryset.filter(**{self.lookup_kwarg_until: before})
-        return queryset
-
-    def choices(self, changelist):
-        # For the from/before form: the dates chosen, and the other filters as hidden fields.
-        self.form_since = (self.date_params.get(self.lookup_kwarg_since) or "")[:10]
-        self.form_before = (self.date_params.get(self.lookup_kwarg_until) or "")[:10]
-        self.other_params = [(k, v) for k, v in changelist.params.items() if not k.startswith(self.field_generic)]
-        yield from super().choices(changelist)
-
-
-class ToolFilter(admin.SimpleListFilter):
-    """The registered tools; no query."""
-
-    title = "tool"
-    parameter_name = "tool"
-    field = "tool_name"
-
-    def lookups(self, request, model_admin):
-        return [(tool.name, tool.name) for tool in registry.all()]
-
-    def queryset(self, request, queryset):
-        return queryset.filter(**{self.field: self.value()}) if self.value() else queryset
-
-
-class CallToolFilter(ToolFilter):
-    field = "tool_call__tool_name"
-
-
-class OutcomeFilter(admin.SimpleListFilter):
-    """What became of a call, as the insight page counts it."""
-
-    title = "outcome"
-    parameter_name = "outcome"
-
-    def lookups(self, request, model_admin):
-        return insight.OUTCOMES
-
-    def queryset(self, request, queryset):
-        if self.value() in dict(insight.OUTCOMES):
-            return queryset.filter(insight.outcome_filter(self.value()))
-        return queryset
-
-
-class ReviewerFilter(admin.SimpleListFilter):
-    """People who have decided at least one call (one small query)."""
-
-    title = "reviewer"
-    parameter_name = "reviewer"
-    field = "reviewer_id"
-
-    def lookups(self, request, model_admin):
-        users = get_user_model().objects.filter(Exists(Decision.objects.filter(reviewer=OuterRef("pk"))))
-        return [(user.pk, user.get_username()) for user in users.order_by("username")]
-
-    def queryset(self, request, queryset):
-        if not (self.value() or "").isdigit():
-            return queryset
-        return queryset.filter(**{self.field: int(self.value())})
-
-
-class CallReviewerFilter(ReviewerFilter):
-    def queryset(self, request, queryset):
-        if not (self.value() or "").isdigit():
-            return queryset
-        return queryset.filter(pk__in=Decision.objects.filter(reviewer_id=int(self.value())).values("tool_call_id"))
-
-
-class ActorFilter(ReviewerFilter):
-    """Events recorded in a reviewer's name."""
-
-    title = "reviewer (actor)"
-    parameter_name = "actor"
-    field = "actor_id"
-
-
 # --- the record: nobody writes it here --------------------------------------------------------
 
 
-class RecordAdmin(admin.ModelAdmin):
+class RecordAdmin(RefuseUnstorableQuery, admin.ModelAdmin):
     """Written by the application only: nobody adds, changes or deletes it here."""
 
     class Media:
@@ -467,6 +365,8 @@ class AuditEventAdmin(RecordAdmin):
             raise PermissionDenied
         if fmt not in export.FORMATS:
             return HttpResponseBadRequest("Choose jsonl or csv.")
+        if refused := refused_query(request):
+            return refused  # before streaming starts: a query failing mid-stream would cut the file short
         try:
             selection = export.ExportFilter.parse(
                 since=request.GET.get("created_at__gte"),

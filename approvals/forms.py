@@ -1,8 +1,8 @@
 """The edit form, generated from the tool's argument schema."""
 
-import json
 from dataclasses import dataclass
 
+from . import storable
 from .services import EditInvalid
 from .tools import Tool
 
@@ -71,11 +71,9 @@ def parse_edit(tool: Tool, data) -> dict:
     raw = (data.get("arguments_json") or "").strip()
     if raw:
         try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise EditInvalid(
-                {"arguments_json": [f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."]}
-            )
+            value = storable.load_json(raw)
+        except storable.Unreadable as exc:
+            raise EditInvalid({"arguments_json": [f"Not valid JSON: {exc}."]})
         if not isinstance(value, dict):
             raise EditInvalid({"arguments_json": ["Arguments must be a JSON object."]})
         return value

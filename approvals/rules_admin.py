@@ -3,6 +3,7 @@
 from django import forms
 from django.contrib import admin
 
+from .admin_filters import RefuseUnstorableQuery
 from .auditors import AuditorsOnlyLook
 from .models import PolicyRule, ShadowResult, ToolSetting
 from .tools import registry
@@ -31,7 +32,7 @@ class PolicyRuleForm(forms.ModelForm):
 
 
 @admin.register(PolicyRule)
-class PolicyRuleAdmin(AuditorsOnlyLook, admin.ModelAdmin):
+class PolicyRuleAdmin(RefuseUnstorableQuery, AuditorsOnlyLook, admin.ModelAdmin):
     form = PolicyRuleForm
     list_display = [
         "name",
@@ -63,7 +64,7 @@ class PolicyRuleAdmin(AuditorsOnlyLook, admin.ModelAdmin):
 
 
 @admin.register(ToolSetting)
-class ToolSettingAdmin(AuditorsOnlyLook, admin.ModelAdmin):
+class ToolSettingAdmin(RefuseUnstorableQuery, AuditorsOnlyLook, admin.ModelAdmin):
     list_display = ["tool_name", "group", "timeout_minutes", "warn_minutes", "on_expiry", "escalate_to"]
     list_select_related = ["group", "escalate_to"]
 
@@ -74,7 +75,7 @@ class ToolSettingAdmin(AuditorsOnlyLook, admin.ModelAdmin):
 
 
 @admin.register(ShadowResult)
-class ShadowResultAdmin(admin.ModelAdmin):
+class ShadowResultAdmin(RefuseUnstorableQuery, admin.ModelAdmin):
     """What shadow rules would have decided; written by the application only."""
 
     list_display = ["tool_call", "rule", "outcome", "verdict", "agreed", "created_at"]

@@ -16,6 +16,12 @@ from .models import ToolCall
 
 ORDER = re.compile(r"^[A-Za-z]-\d+$")
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
+ID = re.compile(r"^[0-9]{1,18}$")  # ASCII digits only, and few enough for a bigint
+
+
+def number(term: str) -> int | None:
+    """The term as a row id, or None: "²" and "٣" are digits to str.isdigit() but no id, nor are 5,000 nines."""
+    return int(term) if ID.match(term) else None
 
 
 def _has(field: str, key: str, value: str) -> Q:
@@ -30,8 +36,8 @@ def calls(term: str) -> Q:
     term = term.strip()
     if not term:
         return Q()
-    if term.isdigit():
-        return Q(pk=int(term)) | Q(run_id=int(term))
+    if (pk := number(term)) is not None:
+        return Q(pk=pk) | Q(run_id=pk)
     try:
         return Q(run__public_id=uuid.UUID(term))
     except ValueError:
@@ -51,8 +57,8 @@ def runs(term: str) -> Q:
     term = term.strip()
     if not term:
         return Q()
-    if term.isdigit():
-        return Q(pk=int(term))
+    if (pk := number(term)) is not None:
+        return Q(pk=pk)
     try:
         return Q(public_id=uuid.UUID(term))
     except ValueError:
@@ -65,10 +71,10 @@ def by_call(term: str, *, call_field: str = "tool_call", run_field: str = "run")
     term = term.strip()
     if not term:
         return Q()
-    if term.isdigit():
-        q = Q(**{f"{call_field}_id": int(term)})
+    if (pk := number(term)) is not None:
+        q = Q(**{f"{call_field}_id": pk})
         if run_field:
-            q |= Q(**{f"{run_field}_id": int(term)})
+            q |= Q(**{f"{run_field}_id": pk})
         return q
     if run_field:
         try:

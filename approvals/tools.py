@@ -5,13 +5,13 @@ register them when Django starts; approvals/ reads the registry to validate,
 describe, gate and execute calls.
 """
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from . import storable
 from .models import Tier
 
 
@@ -56,11 +56,14 @@ class Tool:
         """Validate arguments (a dict or a JSON string); raises ArgumentsInvalid."""
         if isinstance(arguments, str):
             try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError as exc:
-                raise ArgumentsInvalid({"__all__": [f"Arguments are not valid JSON: {exc.msg} at position {exc.pos}."]})
+                arguments = storable.load_json(arguments) if arguments.strip() else {}
+            except storable.Unreadable as exc:
+                raise ArgumentsInvalid({"__all__": [f"Arguments are not valid JSON: {exc}."]})
         if not isinstance(arguments, dict):
             raise ArgumentsInvalid({"__all__": ["Arguments must be a JSON object."]})
+        problems = storable.json_problems(arguments)
+        if problems:
+            raise ArgumentsInvalid(problems)
         try:
             return self.args_model.model_validate(arguments)
         except ValidationError as exc:
@@ -69,6 +72,13 @@ class Tool:
     def normalize(self, arguments) -> dict:
         """The validated arguments as plain JSON values."""
         return self.parse(arguments).model_dump(mode="json")
+
+    def draft_problem(self, args: BaseModel) -> str:
+        """What the tool's own draft check says is wrong with these arguments ("" when nothing is)."""
+        try:
+            return (self.check(args) if self.check else None) or ""
+        except Exception as exc:
+            return f"the draft check could not run ({exc})"
 
     def render_description(self, args: BaseModel) -> str:
         if self.describe is None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
-from .. import audit, live, policy
+from .. import audit, live, policy, storable
 from ..access import can_decide, in_group
 from ..hashing import args_hash
 from ..models import Decision, ToolCall
@@ -44,11 +44,27 @@ def counted_approvals(call: ToolCall, arguments_hash: str, group_id: int | None)
 
 
 def edited_arguments(call: ToolCall, arguments: dict) -> dict:
-    """A reviewer's edit, checked against the tool's schema: the arguments as they would run."""
+    """A reviewer's edit, checked against the tool's schema and its own draft check: the arguments as they would run.
+
+    An edit that the tool says cannot succeed is refused now, not approved to fail later.
+    """
+    tool = tool_for(call)
     try:
-        return tool_for(call).normalize(arguments)
+        args = tool.parse(arguments)
     except ArgumentsInvalid as exc:
         raise EditInvalid(exc.errors)
+    problem = tool.draft_problem(args)
+    if problem:
+        raise EditInvalid({"__all__": [f"{tool.name} cannot run with these arguments: {problem}"]})
+    return args.model_dump(mode="json")
+
+
+def _storable_texts(**texts: str) -> None:
+    """A reason or guidance the database cannot store is refused with a field error, never altered:
+    it is what the agent reads and what the trail records, so it must be what the reviewer wrote."""
+    errors = {name: [problem] for name, text in texts.items() if (problem := storable.text_problem(text))}
+    if errors:
+        raise EditInvalid(errors)
 
 
 @dataclass
@@ -193,6 +209,7 @@ def toolcall_decide(
     A reject always ends it. Guidance is shown to the model after the step's outputs.
     """
     reason, guidance = (reason or "").strip(), (guidance or "").strip()
+    _storable_texts(reason=reason, guidance=guidance)
     with transaction.atomic():
         call = _locked_pending(call_id, reviewer, shown_hash)
         if verdict == Decision.Verdict.REJECT:

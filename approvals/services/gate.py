@@ -1,8 +1,9 @@
 """The gate: every tool call the model proposes is refused, run at once, or held for a person.
 
 Fails closed: an unknown tool, arguments that fail the schema, a draft check that
-fails or raises, a policy that forbids — refused with a clear output the model
-reads; facts that cannot be fetched — held for review, never run.
+fails or raises, a policy that forbids, an id or a name the record cannot hold —
+refused with a clear output the model reads; facts that cannot be fetched — held
+for review, never run.
 """
 
 from dataclasses import dataclass, replace
@@ -10,7 +11,7 @@ from dataclasses import dataclass, replace
 from django.db import transaction
 from django.utils import timezone
 
-from .. import audit, live, policy
+from .. import audit, live, policy, storable
 from ..hashing import args_hash
 from ..models import Message, Run, Tier, ToolCall, ToolSetting
 from ..tools import ArgumentsInvalid, Tool, registry
@@ -33,6 +34,10 @@ class _Refused(Exception):
         self.status, self.kind, self.output = status, kind, output
 
 
+ID_LENGTH = ToolCall._meta.get_field("call_id").max_length
+NAME_LENGTH = ToolCall._meta.get_field("tool_name").max_length
+
+
 @transaction.atomic
 def step_record(*, run: Run, content: str, calls: list[ProposedCall], turn: int | None = None) -> Message | None:
     """Store the assistant's message and put each of its tool calls through the gate.
@@ -46,21 +51,60 @@ def step_record(*, run: Run, content: str, calls: list[ProposedCall], turn: int 
         runs = runs.filter(step_count=turn, thinking=True, status__in=Run.ACTIVE)
     if not runs.update(thinking=False, updated_at=timezone.now()) and turn is not None:
         return None
+    proposals = _storable_calls(run, calls)
     message = message_append(
         run=run,
         role=Message.Role.ASSISTANT,
-        content=content,
+        content=storable.escape(content),
         tool_calls=[
             {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.raw_arguments}}
-            for c in calls
+            for c, _ in proposals
         ],
     )
-    for proposed in calls:
-        _gate(run, message, proposed)
+    for proposed, problem in proposals:
+        _gate(run, message, proposed, problem)
     return message
 
 
-def _gate(run: Run, message: Message, proposed: ProposedCall) -> ToolCall:
+def _storable_calls(run: Run, calls: list[ProposedCall]) -> list[tuple[ProposedCall, str]]:
+    """Each call as the record can hold it, and why it must be refused ("" when it need not).
+
+    An id or a name the columns cannot take (too long, a NUL character, a lone surrogate)
+    is stored escaped and cut short, for display and audit, and the call is refused. Ids
+    are unique in a run, since decisions and outputs bind to them: a repeated one is
+    refused too, under an id made unique, so the transcript stays valid for the model.
+    """
+    used = set(run.tool_calls.values_list("call_id", flat=True))
+    result = []
+    for proposed in calls:
+        call_id, problem = _storable_id(proposed.call_id, used)
+        used.add(call_id)
+        problem = problem or _column_problem("tool name", proposed.name, NAME_LENGTH)
+        name = storable.escape(proposed.name, limit=NAME_LENGTH)
+        result.append((ProposedCall(call_id, name, storable.escape(proposed.raw_arguments)), problem))
+    return result
+
+
+def _storable_id(call_id: str, used: set[str]) -> tuple[str, str]:
+    problem = _column_problem("id", call_id, ID_LENGTH) if call_id else "it has no id"
+    safe = base = storable.escape(call_id, limit=ID_LENGTH) or "call"
+    if safe in used and not problem:
+        problem = f"its id {call_id!r} is already used in this run; each call needs an id of its own"
+    copy = 1
+    while safe in used:
+        copy += 1
+        safe = f"{base[: ID_LENGTH - len(str(copy)) - 1]}~{copy}"
+    return safe, problem
+
+
+def _column_problem(what: str, text: str, limit: int) -> str:
+    if len(text) > limit:
+        return f"its {what} is longer than {limit} characters"
+    problem = storable.text_problem(text)
+    return f"its {what} {problem[0].lower()}{problem[1:].rstrip('.')}" if problem else ""
+
+
+def _gate(run: Run, message: Message, proposed: ProposedCall, problem: str) -> ToolCall:
     call = ToolCall(
         run=run,
         message=message,
@@ -71,6 +115,8 @@ def _gate(run: Run, message: Message, proposed: ProposedCall) -> ToolCall:
         user_request=run.request,
     )
     try:
+        if problem:
+            raise _Refused(ToolCall.Status.INVALID, "invalid", f"Error: this tool call was not run: {problem}.")
         tool, args = _admit(call)
         outcome = _decide_policy(call, tool)
     except _Refused as refused:
@@ -103,18 +149,10 @@ def _admit(call: ToolCall):
         raise _Refused(ToolCall.Status.INVALID, "invalid", output)
     call.arguments = args.model_dump(mode="json")
     call.arguments_hash = args_hash(call.arguments)
-    problem = draft_problem(tool, args)
+    problem = tool.draft_problem(args)
     if problem:
         raise _Refused(ToolCall.Status.INVALID, "invalid", f"Error: {tool.name} was not run: {problem}")
     return tool, args
-
-
-def draft_problem(tool: Tool, args) -> str:
-    """What the tool's own draft check says is wrong with these arguments ("" when nothing is)."""
-    try:
-        return (tool.check(args) if tool.check else None) or ""
-    except Exception as exc:
-        return f"the draft check could not run ({exc})"
 
 
 def _decide_policy(call: ToolCall, tool: Tool) -> policy.PolicyOutcome:
