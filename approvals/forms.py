@@ -70,36 +70,41 @@ def parse_edit(tool: Tool, data) -> dict:
     """
     raw = (data.get("arguments_json") or "").strip()
     if raw:
-        try:
-            value = storable.load_json(raw)
-        except storable.Unreadable as exc:
-            raise EditInvalid({"arguments_json": [f"Not valid JSON: {exc}."]})
-        if not isinstance(value, dict):
-            raise EditInvalid({"arguments_json": ["Arguments must be a JSON object."]})
-        return value
-    schema = tool.args_model.model_json_schema()
-    properties = schema.get("properties", {})
-    arguments, errors = {}, {}
-    for key in data:
-        if key.startswith("arg_") and key[4:] not in properties:
-            errors[key[4:]] = ["Unknown field."]
+        return _parse_json_object(raw)
+    properties = tool.args_model.model_json_schema().get("properties", {})
+    arguments = {}
+    errors = {key[4:]: ["Unknown field."] for key in data if key.startswith("arg_") and key[4:] not in properties}
     for name, prop in properties.items():
-        kind = _kind(prop)
-        text = data.get(f"arg_{name}")
-        if kind == "boolean":
-            arguments[name] = text in ("on", "true", "1")
-            continue
-        if text is None or text == "":
-            continue  # missing required fields are reported by the schema
         try:
-            if kind == "number":
-                arguments[name] = float(text)
-            elif kind == "integer":
-                arguments[name] = int(text)
-            else:
-                arguments[name] = text
+            value = _field_value(_kind(prop), data.get(f"arg_{name}"))
         except ValueError:
-            errors[name] = ["Enter a whole number." if kind == "integer" else "Enter a number."]
+            errors[name] = ["Enter a whole number." if _kind(prop) == "integer" else "Enter a number."]
+            continue
+        if value is not None:
+            arguments[name] = value
     if errors:
         raise EditInvalid(errors)
     return arguments
+
+
+def _parse_json_object(raw: str) -> dict:
+    try:
+        value = storable.load_json(raw)
+    except storable.Unreadable as exc:
+        raise EditInvalid({"arguments_json": [f"Not valid JSON: {exc}."]})
+    if not isinstance(value, dict):
+        raise EditInvalid({"arguments_json": ["Arguments must be a JSON object."]})
+    return value
+
+
+def _field_value(kind: str, text: str | None):
+    """A form field's text as the schema's type; None when left empty (the schema reports missing fields)."""
+    if kind == "boolean":
+        return text in ("on", "true", "1")
+    if text is None or text == "":
+        return None
+    if kind == "number":
+        return float(text)
+    if kind == "integer":
+        return int(text)
+    return text

@@ -175,48 +175,53 @@ class Proposer:
         ToolCall.objects.filter(status=ToolCall.Status.PENDING).update(status=ToolCall.Status.CANCELLED)
 
 
+async def _open_sockets(url: str, origin: str, cookies: list[str], clients: int) -> list:
+    from websockets.asyncio.client import connect
+
+    options = {"origin": origin, "proxy": None, "ping_interval": None, "max_size": None}
+    return [
+        await connect(url, additional_headers={"Cookie": cookies[i % len(cookies)]}, **options) for i in range(clients)
+    ]
+
+
+async def _listen(ws, receipts: list[tuple[int, float]]) -> None:
+    async for raw in ws:
+        pending = PENDING_PANEL.search(raw)  # a push is HTML: the count, the call's panel, a toast
+        if pending:
+            receipts.append((int(pending[1]), time.perf_counter()))
+
+
+def _propose_all(proposer: Proposer, calls: int, interval: float) -> dict[int, float]:
+    commits = {}
+    for _ in range(calls):
+        call_id, at = proposer.propose()
+        commits[call_id] = at
+        if interval:
+            time.sleep(interval)
+    return commits
+
+
+def _print_per_call(receipts, commits) -> None:
+    by_call = {}
+    for call_id, at in receipts:
+        by_call.setdefault(call_id, []).append((at - commits[call_id]) * 1000)
+    for call_id in sorted(by_call):
+        print(f"  call {call_id}: first client {min(by_call[call_id]):.1f} ms, last {max(by_call[call_id]):.1f} ms")
+
+
 async def phase(
     url: str, origin: str, cookies: list[str], clients: int, proposer: Proposer, calls: int, interval: float
 ):
-    from websockets.asyncio.client import connect
-
     receipts: list[tuple[int, float]] = []
-    sockets = []
-    for i in range(clients):
-        sockets.append(
-            await connect(
-                url,
-                origin=origin,
-                additional_headers={"Cookie": cookies[i % len(cookies)]},
-                proxy=None,
-                ping_interval=None,
-                max_size=None,
-            )
-        )
-
-    async def listen(ws):
-        async for raw in ws:
-            pending = PENDING_PANEL.search(raw)  # a push is HTML: the count, the call's panel, a toast
-            if pending:
-                receipts.append((int(pending[1]), time.perf_counter()))
-
-    listeners = [asyncio.create_task(listen(ws)) for ws in sockets]
+    sockets = await _open_sockets(url, origin, cookies, clients)
+    listeners = [asyncio.create_task(_listen(ws, receipts)) for ws in sockets]
     # Warm up (not measured): the server's first push after a start, or after new
     # reviewers connect, also loads templates and users.
     for _ in range(WARM_UP):
         await asyncio.to_thread(proposer.propose)
         await asyncio.sleep(0.2)
     receipts.clear()
-    commits: dict[int, float] = {}
-
-    def propose_all():
-        for _ in range(calls):
-            call_id, at = proposer.propose()
-            commits[call_id] = at
-            if interval:
-                time.sleep(interval)
-
-    await asyncio.to_thread(propose_all)
+    commits = await asyncio.to_thread(_propose_all, proposer, calls, interval)
     expected = calls * clients
     deadline = time.monotonic() + 30
     while len(receipts) < expected and time.monotonic() < deadline:
@@ -228,11 +233,7 @@ async def phase(
     await asyncio.to_thread(proposer.clear)
     receipts = [(call_id, at) for call_id, at in receipts if call_id in commits]  # not late warm-up ones
     if PER_CALL:
-        by_call = {}
-        for call_id, at in receipts:
-            by_call.setdefault(call_id, []).append((at - commits[call_id]) * 1000)
-        for call_id in sorted(by_call):
-            print(f"  call {call_id}: first client {min(by_call[call_id]):.1f} ms, last {max(by_call[call_id]):.1f} ms")
+        _print_per_call(receipts, commits)
     latencies = sorted((at - commits[call_id]) * 1000 for call_id, at in receipts)
     span = max(at for _, at in receipts) - min(commits.values()) if receipts else 0
     return latencies, len(receipts), expected, span
