@@ -255,3 +255,10 @@ def test_cancelling_a_waiting_run_takes_its_calls_out_of_the_queue(client, revie
     assert response.status_code == 409
     assert "no longer waiting for review (it is cancelled)" in response.content.decode()
     assert "Refund $490.00" not in client.get(reverse("approvals:queue")).content.decode()
+
+
+def test_the_run_pages_htmx_answer_is_its_body_partial(client, reviewer, refund_call):
+    client.force_login(reviewer)
+    url = reverse("approvals:run", args=[refund_call.run_id]) + "?fragment=body"
+    html = client.get(url, headers={"HX-Request": "true"}).content.decode()
+    assert 'id="run-status"' in html and "<html" not in html and "Refund $490.00" in html

@@ -42,7 +42,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "stall": services.run_stall(run=run),
     }
     if request.htmx and request.GET.get("fragment") == "body":
-        return render(request, "approvals/partials/run_body.html", context)
+        return render(request, "approvals/run.html#body", context)
     return render(request, "approvals/run.html", context)
 
 
