@@ -143,3 +143,17 @@ def test_the_shops_admin_shows_what_customers_and_the_model_wrote_with_hidden_ch
         assert response.status_code == 200
         assert "[U+202E]" in response.text, name
         assert raw_hidden(response.text) == [], name
+
+
+def test_the_approve_anyway_button_names_the_hidden_characters_of_the_warning_it_quotes(client, reviewer, run):
+    from agents.models import Customer
+
+    from .reviewing import propose
+
+    Customer.objects.filter(email="dana.smith@example.com").update(name=f"Dana{HIDDEN}")
+    email = {"to": "someone@example.org", "subject": "Hi", "body": "Hello", "order_id": "A-1001"}
+    propose(run, "send_email", email)
+    client.force_login(reviewer)
+    text = client.get(reverse("approvals:queue")).text
+    assert 'title="The facts warn: someone@example.org is not the address of Dana[U+202E][U+200B],' in text
+    assert raw_hidden(text) == []
