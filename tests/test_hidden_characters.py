@@ -143,3 +143,30 @@ def test_the_shops_admin_shows_what_customers_and_the_model_wrote_with_hidden_ch
         assert response.status_code == 200
         assert "[U+202E]" in response.text, name
         assert raw_hidden(response.text) == [], name
+
+
+def test_the_approve_anyway_button_names_the_hidden_characters_of_the_warning_it_quotes(client, reviewer, run):
+    from agents.models import Customer
+
+    from .reviewing import propose
+
+    Customer.objects.filter(email="dana.smith@example.com").update(name=f"Dana{HIDDEN}")
+    email = {"to": "someone@example.org", "subject": "Hi", "body": "Hello", "order_id": "A-1001"}
+    propose(run, "send_email", email)
+    client.force_login(reviewer)
+    text = client.get(reverse("approvals:queue")).text
+    assert 'title="The facts warn: someone@example.org is not the address of Dana[U+202E][U+200B],' in text
+    assert raw_hidden(text) == []
+
+
+def test_the_message_after_a_decision_without_javascript_shows_hidden_characters_as_such(client, reviewer, record):
+    pending = record["calls"][0]
+    client.force_login(reviewer)
+    response = client.post(
+        reverse("approvals:call_reject", args=[pending.pk]),
+        {"arguments_hash": pending.review_hash, "reason": "Not now"},
+        follow=True,
+    )
+    assert "Rejected: Send an email" in response.text
+    assert "[U+202E][U+200B]" in response.text.split('<ul class="flash">')[1].split("</ul>")[0]
+    assert raw_hidden(response.text) == []
