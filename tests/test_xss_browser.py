@@ -178,7 +178,19 @@ def _request_frames(request) -> tuple[str, ...]:
 
 # --- what the DOM holds, read through the DevTools protocol ---------------------------------------
 
-APP_HTMX = {"hx-get", "hx-post", "hx-target", "hx-swap", "hx-trigger", "hx-sync", "hx-headers", "hx-push-url"}
+APP_HTMX = {
+    "hx-get",
+    "hx-post",
+    "hx-target",
+    "hx-swap",
+    "hx-trigger",
+    "hx-sync",
+    "hx-headers",
+    "hx-push-url",
+    "hx-ext",
+    "hx-select-oob",
+    "hx-swap-oob",
+}
 URL_ATTRIBUTES = {
     "href",
     "src",
