@@ -133,6 +133,11 @@ SECURE_CSP = {
     "style-src": [CSP.SELF],
     "img-src": [CSP.SELF, "data:"],
     "connect-src": [CSP.SELF],
+    # Not covered by default-src: where a <base> may point, where forms may post, plugins, framing.
+    "base-uri": [CSP.NONE],
+    "form-action": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "frame-ancestors": [CSP.NONE],
 }
 
 ROOT_URLCONF = "reviewhub.urls"

@@ -115,3 +115,13 @@ def test_new_run_acts_for_the_demos_agent_account_only_in_the_demo(tmp_path):
     demo = clean_env(tmp_path, REVIEWHUB_DEMO="1")
     assert manage(production, "shell", "-c", code).stdout.splitlines()[-1] == "''"
     assert manage(demo, "shell", "-c", code).stdout.splitlines()[-1] == "'ops-agent'"
+
+
+def test_the_content_security_policy_also_closes_base_form_action_objects_and_framing(client, reviewer):
+    client.force_login(reviewer)
+    response = client.get("/")
+    policy = response["Content-Security-Policy"]
+    for directive in ("base-uri 'none'", "form-action 'self'", "object-src 'none'", "frame-ancestors 'none'"):
+        assert directive in policy
+    html = response.content.decode()
+    assert '"allowEval": false, "allowScriptTags": false' in html  # htmx never evaluates what a page holds
