@@ -13,6 +13,11 @@ from ..text import arguments_diff, pretty_json, visible
 from .runs import Message, Run, Tier
 
 
+def facts_warning(facts: dict | None) -> str:
+    """The "warning" a tool's facts carry against running a call ("" when none)."""
+    return str((facts or {}).get("warning") or "")
+
+
 class ToolCall(models.Model):
     class Status(models.TextChoices):
         INVALID = "invalid", "Invalid"
@@ -128,7 +133,7 @@ class ToolCall(models.Model):
     @property
     def warning(self) -> str:
         """What the facts fetched by code say against running this call as it stands ("" when nothing)."""
-        return str((self.facts or {}).get("warning") or "")
+        return facts_warning(self.facts)
 
     @property
     def fact_rows(self) -> list[dict]:

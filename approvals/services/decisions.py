@@ -13,6 +13,7 @@ from .. import audit, live, policy, storable
 from ..access import can_decide, in_group
 from ..hashing import args_hash
 from ..models import Decision, ToolCall
+from ..models.calls import facts_warning
 from ..tools import ArgumentsInvalid, Tool, registry
 from .errors import AlreadyDecided, DecisionError, EditInvalid, NotAllowed, StaleView, WarningNotAcknowledged
 from .runs import request_resume
@@ -104,7 +105,7 @@ def _approval(call: ToolCall, reviewer: AbstractBaseUser, verdict: str, argument
     if decided != call.review_arguments:
         # The facts and description now describe the edited call; execution checks against these.
         changes.update(_describe(tool, decided))
-    warning = str(changes["facts"].get("warning") or "") if "facts" in changes else call.warning
+    warning = facts_warning(changes["facts"]) if "facts" in changes else call.warning
     if warning and not anyway:
         raise WarningNotAcknowledged(warning)
     count = len(counted_approvals(call, args_hash(decided), group_id)) + 1
