@@ -300,6 +300,7 @@ registry.register(
         describe=lambda a: f"Add a note to order {a.order_id}: “{a.text}”",
         check=lambda a: _order_problem(a.order_id),
         undo=undo_order_note,
+        key_fields=("order_id",),
     )
 )
 registry.register(
@@ -314,6 +315,7 @@ registry.register(
         check=lambda a: _order_problem(a.order_id),
         simulate=simulate_refund,
         material_facts=("already_refunded", "order_status", "customer_email"),
+        key_fields=("amount", "order_id"),
     )
 )
 registry.register(
@@ -328,6 +330,7 @@ registry.register(
         check=lambda a: _order_problem(a.order_id) if a.order_id else None,
         simulate=simulate_email,
         material_facts=("recipient", "order_customer_email"),
+        key_fields=("to", "subject"),
     )
 )
 registry.register(

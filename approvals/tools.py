@@ -43,6 +43,14 @@ class Tool:
     undo: Callable[..., Any] | None = None
     # Fact names whose change between proposal and execution means a person must look again.
     material_facts: tuple[str, ...] = field(default_factory=tuple)
+    # Argument names whose values tell calls of this tool apart at a glance (an amount, an order, a
+    # recipient): the columns of the reviewer's triage list and of the admin's call list.
+    key_fields: tuple[str, ...] = field(default_factory=tuple)
+
+    def key_values(self, arguments: dict | None) -> list[tuple[str, object]]:
+        """This call's key fields as (name, value) pairs, in declared order, those present only."""
+        arguments = arguments if isinstance(arguments, dict) else {}
+        return [(name, arguments[name]) for name in self.key_fields if name in arguments]
 
     def openai_spec(self) -> dict:
         schema = self.args_model.model_json_schema()
