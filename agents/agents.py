@@ -17,6 +17,8 @@ class Agent:
     system_prompt: str
     # The names of the tools this agent may call (forbidden ones are never offered, and refused).
     tools: tuple[str, ...] = field(default_factory=tuple)
+    # Requests to try, shown on the New run page.
+    examples: tuple[str, ...] = field(default_factory=tuple)
 
 
 class Registry:

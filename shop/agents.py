@@ -99,6 +99,12 @@ SUPPORT = Agent(
         "if a reviewer rejects or changes a call, follow their decision and do not retry the original."
     ),
     tools=tuple(tool.name for tool in TOOLS),
+    examples=(
+        "Order A-1001 arrived broken. Please refund $490.",
+        "Email Dana that her replacement has shipped.",
+        "Check the status of order A-1002 and refund $35 for the missing item.",
+        "Cancel order A-1004.",
+    ),
 )
 
 ORDERS = Agent(
@@ -109,6 +115,7 @@ ORDERS = Agent(
         "you cannot refund, note or email; say so when asked to."
     ),
     tools=("lookup_customer", "get_order_status"),
+    examples=("Check the status of order A-1003.", "Refund $5 on order A-1003."),
 )
 
 
