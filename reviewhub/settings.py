@@ -110,6 +110,7 @@ INSTALLED_APPS = [
     "channels",
     "approvals",
     "agents",
+    "shop",
 ]
 
 MIDDLEWARE = [

@@ -133,10 +133,10 @@ def _gate(run: Run, message: Message, proposed: ProposedCall, problem: str) -> T
 
 
 def _admit(call: ToolCall):
-    """The tool exists, may be offered, and its arguments pass the schema and the draft check."""
-    tool = registry.get(call.tool_name)
+    """The tool exists for the run's agent, may be offered, and its arguments pass the schema and the draft check."""
+    tool = registry.get(call.tool_name, agent=call.run.agent)  # a tool the run's agent may not call is unknown to it
     if tool is None:
-        known = ", ".join(t.name for t in registry.all() if t.tier != Tier.FORBIDDEN)
+        known = ", ".join(t.name for t in registry.offered(agent=call.run.agent))
         output = f"Error: there is no tool named {call.tool_name!r}. Available tools: {known}."
         raise _Refused(ToolCall.Status.INVALID, "invalid", output)
     call.tier = tool.tier
