@@ -30,6 +30,7 @@ from channels.db import database_sync_to_async
 from django.contrib.auth import get_user_model
 from django.template.loader import render_to_string
 
+from . import observers
 from .models import ToolCall
 from .panels import panel_context, viewer_key
 from .selectors import sees_call_and_pending_count
@@ -121,11 +122,14 @@ def call_messages(call_id: int, user_ids) -> dict[int, str]:
 
 
 async def _run_job(call_id: int, user_ids: list[int]) -> dict[int, str]:
+    start = time.perf_counter()
     try:
         return await database_sync_to_async(call_messages)(call_id, user_ids)
     except Exception:  # a push is a hint: the page re-reads the database on reconnect
         log.exception("rendering the live push for call %s failed", call_id)
         return {}
+    finally:
+        observers.measured("push_fanout", time.perf_counter() - start)
 
 
 async def message_for(user_id: int, event: dict) -> str | None:
