@@ -59,7 +59,7 @@ def fields(event: AuditEvent) -> dict:
     """The line's fields, the masked arguments last."""
     call, run = event.tool_call, event.run
     line = {
-        "event": event.kind,
+        "event": str(event.kind),
         "run_id": run.pk if run is not None else None,
         "call_id": call.pk if call is not None else None,
         "tool": call.tool_name if call is not None else None,
