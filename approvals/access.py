@@ -254,6 +254,11 @@ def can_act_on_run(user, run: Run) -> tuple[bool, str]:
 # --- operations -----------------------------------------------------------------------------------
 
 
+def can_set_notifications(user) -> tuple[bool, str]:
+    """Choose how to hear of new calls: whoever may decide calls (not auditors, not other users)."""
+    return may_review(user)
+
+
 def can_read_metrics(*, authorization: str, address: str) -> bool:
     """/metrics: a scraper that sends `Authorization: Bearer <METRICS_TOKEN>`, or comes from one of
     METRICS_ALLOWED_NETWORKS. With neither configured, nobody (logged in or not: it is not a page)."""

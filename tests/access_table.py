@@ -80,6 +80,8 @@ EXPECTED = {
     "ops:readyz":                         (GET,  200,      200,   200,   200,   200,   200,   200),
     "ops:metrics":                        (GET,  403,      403,   403,   403,   403,   403,   403),
     "ops:slack_interactions":             (POST, 401,      401,   401,   401,   401,   401,   401),
+    # a reviewer's own preferences; the table's POST names no action (add or delete), hence 400
+    "ops:notifications":                  (FORM, LOGIN,    403,   400,   400,   400,   403,   400),
     # the admin site's own pages; admin_page(audrey, root)
     "admin:index":                        admin_page(200, 200),
     "admin:login":                        (GET,  200,      200,   200,   200,   200,   302,   302),

@@ -140,3 +140,33 @@ def test_calls_that_run_at_once_notify_nobody(run, with_email, django_capture_on
     NotificationPreference.objects.create(user=with_email[0], email=Email.EACH)
     proposed(run, django_capture_on_commit_callbacks, NOTE_CALL)
     assert mail.outbox == []
+
+
+def test_a_reviewer_adds_and_deletes_their_own_preferences_on_their_page(client, reviewer, reviewer2):
+    client.force_login(reviewer)
+    url = "/settings/notifications/"
+    assert client.get(url).status_code == 200
+    response = client.post(url, {"add": "1", "tool_name": "issue_refund", "email": "digest", "chat": "on"})
+    assert response.status_code == 302
+    row = NotificationPreference.objects.get(user=reviewer)
+    assert (row.tool_name, row.email, row.chat, row.browser) == ("issue_refund", "digest", True, False)
+    other = NotificationPreference.objects.create(user=reviewer2, email=Email.EACH)
+    client.post(url, {"delete": other.pk})  # someone else's line: untouched
+    client.post(url, {"delete": row.pk})
+    assert list(NotificationPreference.objects.all()) == [other]
+
+
+def test_a_second_line_for_the_same_scope_is_refused_with_a_clear_error(client, reviewer):
+    client.force_login(reviewer)
+    NotificationPreference.objects.create(user=reviewer, tool_name="issue_refund")
+    response = client.post("/settings/notifications/", {"add": "1", "tool_name": "issue_refund", "email": "each"})
+    assert response.status_code == 400
+    assert "already have a preference" in response.content.decode()
+    assert NotificationPreference.objects.count() == 1
+
+
+def test_an_unknown_tool_or_email_choice_is_a_field_error(client, reviewer):
+    client.force_login(reviewer)
+    response = client.post("/settings/notifications/", {"add": "1", "tool_name": "rm -rf", "email": "hourly"})
+    assert response.status_code == 400
+    assert not NotificationPreference.objects.exists()
