@@ -93,41 +93,44 @@ def _fallback(call: ToolCall) -> str:
     return f"{call.tool_name}: {call.current_description}"[:300] if call.is_pending else outcome_text(call)
 
 
+def _send(method: str, **arguments) -> dict | None:
+    """One Web API call; a refusal or an unreachable Slack is logged and counted, never raised."""
+    try:
+        answer = getattr(client(), method)(**arguments)
+    except SlackApiError as exc:
+        log.warning("Slack %s failed: %s", method, exc.response.get("error"))
+    except OSError as exc:
+        log.warning("Slack %s failed: %s", method, exc)
+    else:
+        metrics.NOTIFICATIONS.labels("slack", "sent").inc()
+        return answer
+    metrics.NOTIFICATIONS.labels("slack", "failed").inc()
+    return None
+
+
 def call_post(*, call: ToolCall, mention=()) -> None:
-    """Post a waiting call to its group's channel (or rewrite the post it already has there)."""
+    """Post a waiting call to its group's channel (rewriting the post it already has there), and rewrite
+    its posts elsewhere (the channel of the group it was escalated from: only the link is left there)."""
     channel = SlackChannel.objects.filter(group_id=call.review_group_id).first()
     if channel is None:
-        return
+        return call_update(call_id=call.pk)
     ids = list(SlackIdentity.objects.filter(user__in=list(mention)).values_list("slack_user_id", flat=True))
-    mentions = [f"<@{slack_id}>" for slack_id in ids]
+    message = {"text": _fallback(call), "blocks": blocks(call, [f"<@{slack_id}>" for slack_id in ids])}
     posted = SlackMessage.objects.filter(tool_call=call, channel_id=channel.channel_id).first()
-    message = {"text": _fallback(call), "blocks": blocks(call, mentions)}
-    try:
-        if posted is not None:
-            client().chat_update(channel=posted.channel_id, ts=posted.ts, **message)
-        else:
-            answer = client().chat_postMessage(channel=channel.channel_id, **message)
-            SlackMessage.objects.get_or_create(
-                tool_call=call, channel_id=channel.channel_id, defaults={"ts": answer["ts"]}
-            )
-    except SlackApiError as exc:
-        log.warning("posting call %s to Slack failed: %s", call.pk, exc.response.get("error"))
-        metrics.NOTIFICATIONS.labels("slack", "failed").inc()
-        return
-    metrics.NOTIFICATIONS.labels("slack", "sent").inc()
+    if posted is not None:
+        _send("chat_update", channel=posted.channel_id, ts=posted.ts, **message)
+    elif answer := _send("chat_postMessage", channel=channel.channel_id, **message):
+        SlackMessage.objects.get_or_create(tool_call=call, channel_id=channel.channel_id, defaults={"ts": answer["ts"]})
+    call_update(call_id=call.pk, except_channel=channel.channel_id)
 
 
-def call_update(*, call_id: int) -> None:
-    """Rewrite every post of this call to say what became of it."""
+def call_update(*, call_id: int, except_channel: str = "") -> None:
+    """Rewrite every post of this call (but the one in `except_channel`) to say how it stands."""
     call = ToolCall.objects.select_related("run", "review_group").filter(pk=call_id).first()
     if call is None:
         return
-    for posted in SlackMessage.objects.filter(tool_call=call):
-        try:
-            client().chat_update(channel=posted.channel_id, ts=posted.ts, text=_fallback(call), blocks=blocks(call))
-        except SlackApiError as exc:
-            log.warning("updating call %s in Slack failed: %s", call.pk, exc.response.get("error"))
-            metrics.NOTIFICATIONS.labels("slack", "failed").inc()
+    for posted in SlackMessage.objects.filter(tool_call=call).exclude(channel_id=except_channel):
+        _send("chat_update", channel=posted.channel_id, ts=posted.ts, text=_fallback(call), blocks=blocks(call))
 
 
 def run_update(*, run_id: int) -> None:
@@ -137,7 +140,4 @@ def run_update(*, run_id: int) -> None:
 
 def tell(*, channel_id: str, slack_user_id: str, text: str) -> None:
     """A note only this Slack user sees (why a button did nothing)."""
-    try:
-        client().chat_postEphemeral(channel=channel_id, user=slack_user_id, text=text)
-    except SlackApiError as exc:
-        log.warning("telling a Slack user failed: %s", exc.response.get("error"))
+    _send("chat_postEphemeral", channel=channel_id, user=slack_user_id, text=text)

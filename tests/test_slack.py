@@ -5,13 +5,15 @@ API is a local stand-in (tests/slack_standin.py): no test needs the internet."""
 import dataclasses
 import json
 import time
+from datetime import timedelta
 from urllib.parse import urlencode
 
 import pytest
 from django.contrib.auth.models import Group
 from slack_sdk.signature import SignatureVerifier
 
-from approvals.models import PolicyRule, ToolCall
+from approvals import services
+from approvals.models import PolicyRule, ToolCall, ToolSetting
 from approvals.tools import registry
 from ops import dispatch
 from ops.models import SlackChannel, SlackDecision, SlackIdentity, SlackMessage
@@ -239,3 +241,19 @@ def test_a_slack_error_is_logged_and_the_call_still_waits(slack, run, django_cap
     slack.errors["chat.postMessage"] = "channel_not_found"
     call = proposed(run, django_capture_on_commit_callbacks)
     assert call.status == ToolCall.Status.PENDING and not SlackMessage.objects.exists()
+
+
+def test_an_escalated_call_is_posted_to_the_new_groups_channel_and_the_old_post_keeps_only_the_link(
+    slack, chat_refunds, run, roles, django_capture_on_commit_callbacks
+):
+    seniors = Group.objects.get(name="senior")
+    ToolSetting.objects.create(tool_name="issue_refund", on_expiry="escalate", escalate_to=seniors)
+    SlackChannel.objects.create(group=seniors, channel_id="C-SENIOR")
+    call = proposed(run, django_capture_on_commit_callbacks)
+    assert buttons(slack.last("chat.postMessage")) == ["approve", "reject", "open"]
+    with django_capture_on_commit_callbacks(execute=True):
+        services.toolcall_expire(call_id=call.pk, now=call.expires_at + timedelta(seconds=1))
+    assert slack.last("chat.postMessage")["channel"] == "C-SENIOR"
+    assert buttons(slack.last("chat.postMessage")) == ["open"]  # an escalated call is decided in ReviewHub
+    updated = slack.last("chat.update")
+    assert updated["channel"] == "C-REVIEW" and buttons(updated) == ["open"]
