@@ -37,10 +37,11 @@ def recent_workers() -> list[str]:
     return [name.decode() for name in names]
 
 
-def start(hostname: str) -> None:
-    """Beat every INTERVAL seconds from a daemon thread of the worker's main process."""
+def start(hostname: str) -> threading.Event:
+    """Beat every INTERVAL seconds from a daemon thread of the worker's main process, until the event is set."""
+    stop = threading.Event()
     if not settings.REDIS_URL:
-        return
+        return stop
 
     def loop():
         while True:
@@ -48,6 +49,8 @@ def start(hostname: str) -> None:
                 beat(hostname)
             except Exception as exc:  # Redis away: readiness will say so
                 log.warning("worker heartbeat failed: %s", exc)
-            time.sleep(INTERVAL)
+            if stop.wait(INTERVAL):
+                return
 
     threading.Thread(target=loop, daemon=True, name="reviewhub-heartbeat").start()
+    return stop

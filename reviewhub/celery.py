@@ -15,4 +15,4 @@ def _start_heartbeat(sender=None, **kwargs):
     """Tell /readyz this worker is alive (ops/heartbeat.py)."""
     from ops import heartbeat
 
-    heartbeat.start(sender.hostname)
+    return heartbeat.start(sender.hostname)

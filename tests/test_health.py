@@ -71,3 +71,17 @@ def test_an_unreachable_redis_fails_readiness_without_naming_it(client, settings
     assert response.status_code == 503
     assert body(response)["checks"]["redis"]["detail"] == "unreachable"
     assert b"secret" not in response.content and b"127.0.0.1" not in response.content
+
+
+def test_a_worker_starts_beating_when_it_is_ready(production_like):
+    from types import SimpleNamespace
+
+    from reviewhub.celery import _start_heartbeat
+
+    from .waiting import wait_for
+
+    stop = _start_heartbeat(sender=SimpleNamespace(hostname="turns@host-2"))
+    try:
+        assert wait_for(lambda: "turns@host-2" in heartbeat.recent_workers(), timeout=30)
+    finally:
+        stop.set()
