@@ -107,6 +107,7 @@ def call_messages(call_id: int, user_ids) -> dict[int, str]:
         groups[permission_group].append(user)
     html_by_view: dict[str, str] = {}
     messages = {}
+    browser = observers.browser_notifications(call, user_ids) if call.is_pending else {}
     for members in groups.values():
         sees, pending = sees_call_and_pending_count(members[0], call_id)
         if not sees:
@@ -114,6 +115,7 @@ def call_messages(call_id: int, user_ids) -> dict[int, str]:
         for user in members:
             # Pushed panels go to the queue page mostly: they carry its batch checkbox.
             context = panel_context(user, call, decision) | {"in_queue": True, "queue_count": pending}
+            context["notify"] = browser.get(user.pk, True)  # the reviewer's preference (toast.html, live.js)
             view = viewer_key(user, context)
             if view not in html_by_view:
                 html_by_view[view] = render_to_string(PUSH_TEMPLATE, context | {"user": user})

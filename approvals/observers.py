@@ -37,3 +37,16 @@ def measured(what: str, seconds: float, error: str = "") -> None:
         import_string(path)(what, seconds, error)
     except Exception:
         log.exception("measuring %s failed", what)
+
+
+def browser_notifications(call, user_ids) -> dict[int, bool]:
+    """Which of these users want a browser notification of this call (settings.REVIEWHUB_BROWSER_PREFERENCES);
+    a user left out, or every user without that setting, wants one."""
+    path = getattr(settings, "REVIEWHUB_BROWSER_PREFERENCES", "")
+    if not path:
+        return {}
+    try:
+        return import_string(path)(call, list(user_ids))
+    except Exception:
+        log.exception("reading browser preferences failed")
+        return {}

@@ -296,6 +296,8 @@ DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "support@shop.example")
 REVIEWHUB_OBSERVERS = ["ops.logs.event_logged", "ops.metrics.event_counted", "ops.notify.event_notified"]
 # Timings (a model call, a live push's fan-out) go to the metrics.
 REVIEWHUB_MEASURE = "ops.metrics.measured"
+# Whether a reviewer wants a browser notification of a call (the queue socket's pushes ask).
+REVIEWHUB_BROWSER_PREFERENCES = "ops.preferences.browser_by_user"
 # Links in mail and chat point here.
 REVIEWHUB_SITE_URL = env_str("REVIEWHUB_SITE_URL", "http://127.0.0.1:8000")
 

@@ -170,3 +170,13 @@ def test_an_unknown_tool_or_email_choice_is_a_field_error(client, reviewer):
     response = client.post("/settings/notifications/", {"add": "1", "tool_name": "rm -rf", "email": "hourly"})
     assert response.status_code == 400
     assert not NotificationPreference.objects.exists()
+
+
+def test_a_reviewer_who_turned_browser_notifications_off_gets_the_toast_without_one(run, reviewer, reviewer2):
+    from approvals import fanout
+
+    NotificationPreference.objects.create(user=reviewer, tool_name="issue_refund", browser=False)
+    call = propose(run, *REFUND_CALL)
+    messages = fanout.call_messages(call.pk, [reviewer.pk, reviewer2.pk])
+    assert 'data-toast="new" data-notify="0"' in messages[reviewer.pk]
+    assert 'data-toast="new">' in messages[reviewer2.pk]
