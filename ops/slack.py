@@ -89,8 +89,15 @@ def blocks(call: ToolCall, mention: list[str] = ()) -> list[dict]:
     return message
 
 
+def escaped(text: str) -> str:
+    """Text for a field Slack reads as mrkdwn (a message's `text`): no link, mention or @channel from it."""
+    return visible(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _fallback(call: ToolCall) -> str:
-    return f"{call.tool_name}: {call.current_description}"[:300] if call.is_pending else outcome_text(call)
+    """The message's `text`: what notifications and old clients show."""
+    text = f"{call.tool_name}: {call.current_description}"[:300] if call.is_pending else outcome_text(call)
+    return escaped(text)
 
 
 def _send(method: str, **arguments) -> dict | None:
@@ -140,4 +147,4 @@ def run_update(*, run_id: int) -> None:
 
 def tell(*, channel_id: str, slack_user_id: str, text: str) -> None:
     """A note only this Slack user sees (why a button did nothing)."""
-    _send("chat_postEphemeral", channel=channel_id, user=slack_user_id, text=text)
+    _send("chat_postEphemeral", channel=channel_id, user=slack_user_id, text=escaped(text))

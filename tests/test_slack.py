@@ -257,3 +257,15 @@ def test_an_escalated_call_is_posted_to_the_new_groups_channel_and_the_old_post_
     assert buttons(slack.last("chat.postMessage")) == ["open"]  # an escalated call is decided in ReviewHub
     updated = slack.last("chat.update")
     assert updated["channel"] == "C-REVIEW" and buttons(updated) == ["open"]
+
+
+def test_text_from_the_model_cannot_mention_anyone_or_link_in_slack(slack, run, django_capture_on_commit_callbacks):
+    arguments = {"to": "dana.smith@example.com", "subject": "<!channel> <https://evil.example|bank>", "body": "Hi"}
+    with django_capture_on_commit_callbacks(execute=True):
+        call = propose(run, "send_email", arguments)
+    posted = slack.last("chat.postMessage")
+    assert "<!channel>" not in posted["text"] and "<https://" not in posted["text"]
+    blocks = json.loads(posted["blocks"]) if isinstance(posted["blocks"], str) else posted["blocks"]
+    shown = [block for block in blocks if block["type"] == "section" and "text" in block]
+    assert all(block["text"]["type"] == "plain_text" for block in shown)  # Slack renders no markup there
+    assert "&lt;!channel&gt;" in posted["text"] and "<!channel>" in call.description
