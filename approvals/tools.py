@@ -16,6 +16,8 @@ from pydantic import BaseModel, ValidationError
 from . import storable
 from .models import Tier
 
+MASK = "***"
+
 
 class ToolError(Exception):
     """A tool refused to do what it was asked; the message goes to the model."""
@@ -75,6 +77,17 @@ class Tool:
     key_facts: tuple[str, ...] = field(default_factory=tuple)
     # What an auditor can find this tool's calls by (an order number, an address, a customer's name).
     search_fields: tuple[Searchable, ...] = field(default_factory=tuple)
+    # Argument names whose values are secrets: masked in logs and chat messages (never in the trail).
+    sensitive_fields: tuple[str, ...] = field(default_factory=tuple)
+    # Whether reviewers may approve or reject this tool's calls from a chat message (Slack's buttons).
+    # Never for calls that need several approvals, whatever this says (access.can_decide_in_chat).
+    chat_decisions: bool = False
+
+    def masked(self, arguments):
+        """The arguments with the sensitive fields' values replaced, for logs and chat."""
+        if not isinstance(arguments, dict):
+            return arguments
+        return {name: MASK if name in self.sensitive_fields else value for name, value in arguments.items()}
 
     def key_values(self, arguments: dict | None) -> list[tuple[str, object]]:
         """This call's key fields as (name, value) pairs, in declared order, those present only."""

@@ -7,5 +7,6 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("runs/", include("agents.urls")),
+    path("", include("ops.urls")),
     path("", include("approvals.urls")),
 ]
