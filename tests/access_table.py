@@ -20,9 +20,9 @@ from django.urls import URLResolver, get_resolver, reverse
 from approvals import services
 from approvals.models import PolicyRule, Run, ToolCall, ToolSetting
 from approvals.routing import websocket_urlpatterns
+from ops.models import NotificationPreference, SlackChannel, SlackIdentity
 from shop import demo_data
 from shop.models import Order, OutgoingEmail, Refund
-from ops.models import NotificationPreference, SlackChannel, SlackIdentity
 
 from .reviewing import NOTE_CALL, REFUND_CALL, run_with
 
