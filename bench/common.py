@@ -1,0 +1,76 @@
+"""What the benchmarks share: a PostgreSQL database of their own, Django set up on it, WAL and percentiles.
+
+Imported by the bench scripts after they put the project root on sys.path.
+"""
+
+import os
+import statistics
+
+DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/reviewhub_bench_loop"
+
+
+def ensure_database(url: str) -> None:
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:
+        if not conn.execute("select 1 from pg_database where datname = %s", [name]).fetchone():
+            conn.execute(f'create database "{name}"')
+
+
+def setup_django(database_url: str, **environ: str) -> None:
+    """Django on the bench database, migrated, with the demo shop; decisions resume nothing unless told to."""
+    ensure_database(database_url)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "reviewhub.settings"
+    os.environ.setdefault("SECRET_KEY", "bench-only-" + os.urandom(32).hex())  # a local tool: any key will do
+    os.environ["DATABASE_URL"] = database_url
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    os.environ.setdefault("REVIEWHUB_RESUME", "bench.common.resume_nothing")
+    os.environ.update(environ)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0, interactive=False)
+    from agents.demo_data import seed_shop
+
+    seed_shop()
+
+
+def resume_nothing(run_id: int) -> None:
+    """REVIEWHUB_RESUME for benchmarks that drive the loop themselves."""
+
+
+class Wal:
+    """WAL written for this database between two points, read back with pg_walinspect (needs a superuser).
+
+    Only records that touch this database's relations count, so other databases on the
+    same server do not add noise; commit records (a few dozen bytes each) are left out.
+    """
+
+    def __init__(self, database_url: str):
+        import psycopg
+
+        self.conn = psycopg.connect(database_url, autocommit=True)
+        self.conn.execute("create extension if not exists pg_walinspect")
+        self.oid = self.conn.execute("select oid from pg_database where datname = current_database()").fetchone()[0]
+
+    def lsn(self) -> str:
+        return self.conn.execute("select pg_current_wal_lsn()::text").fetchone()[0]
+
+    def bytes_between(self, start: str, end: str) -> int:
+        sql = (
+            "select coalesce(sum(record_length), 0) from pg_get_wal_records_info(%s, %s)"
+            " where block_ref like %s"
+        )
+        return int(self.conn.execute(sql, [start, end, f"%/{self.oid}/%"]).fetchone()[0])
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
