@@ -60,10 +60,7 @@ class Wal:
         return self.conn.execute("select pg_current_wal_lsn()::text").fetchone()[0]
 
     def bytes_between(self, start: str, end: str) -> int:
-        sql = (
-            "select coalesce(sum(record_length), 0) from pg_get_wal_records_info(%s, %s)"
-            " where block_ref like %s"
-        )
+        sql = "select coalesce(sum(record_length), 0) from pg_get_wal_records_info(%s, %s) where block_ref like %s"
         return int(self.conn.execute(sql, [start, end, f"%/{self.oid}/%"]).fetchone()[0])
 
 

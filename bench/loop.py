@@ -46,7 +46,9 @@ class Stub:
         if turn > self.steps:
             return Reply(content="All done.", calls=[])
         arguments = json.dumps({"order_id": "A-1002"})
-        return Reply(content="", calls=[ProposedCall(call_id=f"call_{turn}", name="get_order_status", raw_arguments=arguments)])
+        return Reply(
+            content="", calls=[ProposedCall(call_id=f"call_{turn}", name="get_order_status", raw_arguments=arguments)]
+        )
 
 
 def run_loop(steps: int, database_url: str) -> dict:
