@@ -92,7 +92,7 @@ def _event(entry: Entry, run, chain: int, prev_hash: str, now) -> AuditEvent:
     return event
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def record_many(run, entries: list[Entry]) -> list[AuditEvent]:
     """Append events to the run's chain (the global one without a run), in order: three statements however many.
 

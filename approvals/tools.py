@@ -138,6 +138,7 @@ def field_errors(exc: ValidationError) -> dict[str, list[str]]:
 class Registry:
     def __init__(self):
         self._tools: dict[str, Tool] = {}
+        self._specs: tuple[tuple[int, ...], list[dict]] = ((), [])
 
     def register(self, tool: Tool) -> Tool:
         self._tools[tool.name] = tool
@@ -150,8 +151,13 @@ class Registry:
         return list(self._tools.values())
 
     def openai_specs(self) -> list[dict]:
-        """Specs for the model: forbidden tools are never offered."""
-        return [tool.openai_spec() for tool in self._tools.values() if tool.tier != Tier.FORBIDDEN]
+        """Specs for the model: forbidden tools are never offered. Built once per set of tools (not per turn:
+        a JSON schema costs pydantic milliseconds); callers must not change what they get."""
+        offered = [tool for tool in self._tools.values() if tool.tier != Tier.FORBIDDEN]
+        key = tuple(id(tool) for tool in offered)
+        if self._specs[0] != key:
+            self._specs = (key, [tool.openai_spec() for tool in offered])
+        return self._specs[1]
 
 
 registry = Registry()

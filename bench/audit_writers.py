@@ -3,22 +3,23 @@
     .venv/bin/python bench/audit_writers.py
     .venv/bin/python bench/audit_writers.py --writers 1 8 16 32 --seconds 5
 
-Each writer is a thread with its own connection and its own run (as agents and
+Each writer is a process with its own connection and its own run (as agents and
 reviewers acting on different runs are), looping: begin, 2 ms of other work,
-record one event, commit.
+record one event, commit. `--global-lock` also locks one shared row first in each
+transaction, the write path before chains were per run, for comparison in the same run.
 """
 
 import argparse
 import json
+import multiprocessing
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import DEFAULT_DB, setup_django  # noqa: E402
+from bench.common import DEFAULT_DB, setup_django
 
 
 def parse_args():
@@ -27,21 +28,25 @@ def parse_args():
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--work-ms", type=float, default=2.0)
     parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", DEFAULT_DB))
+    parser.add_argument("--global-lock", action="store_true", help="lock one shared row too, as before")
     parser.add_argument("--json", action="store_true")
     return parser.parse_args()
 
 
-def writer(run_id: int, stop: threading.Event, counts: list[int], slot: int, work: float, start: threading.Barrier):
+def writer(run_id: int, stop, counts, slot: int, work: float, start, global_lock: bool) -> None:
     from django.db import connection, transaction
 
     from approvals import audit
-    from approvals.models import Run
+    from approvals.models import AuditHead, Run
 
     run = Run.objects.get(pk=run_id)
+    AuditHead.objects.get_or_create(chain=0)
     start.wait()
     try:
         while not stop.is_set():
             with transaction.atomic():
+                if global_lock:
+                    AuditHead.objects.select_for_update().get(chain=0)
                 time.sleep(work)
                 audit.record("resumed", run=run, payload={"n": counts[slot]})
             counts[slot] += 1
@@ -49,34 +54,41 @@ def writer(run_id: int, stop: threading.Event, counts: list[int], slot: int, wor
         connection.close()
 
 
-def measure(writers: int, seconds: float, work_ms: float) -> float:
+def measure(writers: int, seconds: float, work_ms: float, global_lock: bool) -> float:
+    from django.db import connections
+
     from approvals import services
 
     runs = [services.run_create(agent="support", request=f"writer {i}").pk for i in range(writers)]
-    counts, stop = [0] * writers, threading.Event()
-    start = threading.Barrier(writers + 1)
-    threads = [
-        threading.Thread(target=writer, args=(runs[i], stop, counts, i, work_ms / 1000, start)) for i in range(writers)
+    connections.close_all()  # each process opens its own
+    fork = multiprocessing.get_context("fork")
+    counts, stop, start = fork.Array("l", writers), fork.Event(), fork.Barrier(writers + 1)
+    args = (stop, counts)
+    processes = [
+        fork.Process(target=writer, args=(runs[i], *args, i, work_ms / 1000, start, global_lock))
+        for i in range(writers)
     ]
-    for thread in threads:
-        thread.start()
+    for process in processes:
+        process.start()
     start.wait()
-    began = time.perf_counter()
+    began, before = time.perf_counter(), sum(counts)
     time.sleep(seconds)
+    after, elapsed = sum(counts), time.perf_counter() - began
     stop.set()
-    for thread in threads:
-        thread.join()
-    return sum(counts) / (time.perf_counter() - began)
+    for process in processes:
+        process.join()
+    return (after - before) / elapsed
 
 
 def main():
     args = parse_args()
     setup_django(args.database_url)
-    results = {str(n): measure(n, args.seconds, args.work_ms) for n in args.writers}
+    results = {str(n): measure(n, args.seconds, args.work_ms, args.global_lock) for n in args.writers}
     if args.json:
         print(json.dumps(results))
         return
     base = results[str(args.writers[0])]
+    print("one shared row locked too (as before)" if args.global_lock else "a lock per run's chain")
     for n, rate in results.items():
         print(f"  {n:>3} writers: {rate:7.0f} audit events/s ({rate / base:.1f}x)")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import DEFAULT_DB, Wal, median, percentile, setup_django  # noqa: E402
+from bench.common import DEFAULT_DB, Wal, median, percentile, setup_django
 
 
 def parse_args():

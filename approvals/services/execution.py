@@ -12,9 +12,10 @@ from .. import audit, live, policy
 from ..hashing import args_hash
 from ..models import ToolCall, ToolSetting
 from ..text import edit_summary
-from ..tools import ArgumentsInvalid, Tool, ToolContext, ToolError, registry
+from ..tools import ArgumentsInvalid, Tool, ToolContext, registry
 from .deadlines import set_deadline
 from .decisions import counted_approvals, effective_group
+from .steps import run_tool_body
 from .transcript import record_output
 
 log = logging.getLogger(__name__)
@@ -167,13 +168,7 @@ def _run_tool(call: ToolCall, tool: Tool, args, *, retaken: bool) -> tuple[str, 
         "dry_run": run.dry_run,
     }
     audit.record(audit.AuditEvent.Kind.EXECUTING, tool_call=call, payload=payload)
-    try:
-        return ToolCall.Status.EXECUTED, tool.run(args, ToolContext(call.idempotency_key, run.pk, run.dry_run, retaken))
-    except ToolError as exc:
-        return ToolCall.Status.FAILED, f"Error: {exc}"
-    except Exception as exc:
-        log.exception("tool %s failed", call.tool_name)
-        return ToolCall.Status.FAILED, f"Error: {call.tool_name} failed: {exc}"
+    return run_tool_body(call, tool, args, ToolContext(call.idempotency_key, run.pk, run.dry_run, retaken))
 
 
 @transaction.atomic
