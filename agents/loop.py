@@ -101,8 +101,7 @@ def _advance(run_id: int, *, only: str | None) -> str | None:
             calls=reply.calls,
             turn=turn,
             transcript=messages,
-            ends=True,
-            claim_next=True,
+            **FUSED,
         )
         if recorded is None:
             return  # the turn outlived its lease and was given to another worker
