@@ -1,5 +1,7 @@
 """What the benchmarks share: a PostgreSQL database of their own, Django set up on it, WAL and percentiles.
 
+WAL and latency helpers live in bench/peers/walbytes.py, which the peers (no Django) use too.
+
 Imported by the bench scripts after they put the project root on sys.path.
 """
 
@@ -40,28 +42,6 @@ def setup_django(database_url: str, **environ: str) -> None:
 
 def resume_nothing(run_id: int) -> None:
     """REVIEWHUB_RESUME for benchmarks that drive the loop themselves."""
-
-
-class Wal:
-    """WAL written for this database between two points, read back with pg_walinspect (needs a superuser).
-
-    Only records that touch this database's relations count, so other databases on the
-    same server do not add noise; commit records (a few dozen bytes each) are left out.
-    """
-
-    def __init__(self, database_url: str):
-        import psycopg
-
-        self.conn = psycopg.connect(database_url, autocommit=True)
-        self.conn.execute("create extension if not exists pg_walinspect")
-        self.oid = self.conn.execute("select oid from pg_database where datname = current_database()").fetchone()[0]
-
-    def lsn(self) -> str:
-        return self.conn.execute("select pg_current_wal_lsn()::text").fetchone()[0]
-
-    def bytes_between(self, start: str, end: str) -> int:
-        sql = "select coalesce(sum(record_length), 0) from pg_get_wal_records_info(%s, %s) where block_ref like %s"
-        return int(self.conn.execute(sql, [start, end, f"%/{self.oid}/%"]).fetchone()[0])
 
 
 def percentile(values: list[float], p: float) -> float:

@@ -19,7 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import DEFAULT_DB, Wal, median, percentile, setup_django
+from bench.common import DEFAULT_DB, median, percentile, setup_django
+from bench.peers.walbytes import Wal
 
 
 def parse_args():
