@@ -128,7 +128,8 @@ def main():
     print("decision committed → tool body starts, warm Celery worker (threads pool, Redis)")
     for history, figures in results.items():
         print(
-            f"  history {history:>4}: p50 {figures['p50_ms']:.1f} ms, p99 {figures['p99_ms']:.1f} ms ({figures['n']} samples)"
+            f"  history {history:>4}: p50 {figures['p50_ms']:.1f} ms, p99 {figures['p99_ms']:.1f} ms"
+            f" ({figures['n']} samples)"
         )
 
 
