@@ -1,9 +1,11 @@
-"""The audit trail: append-only events, each chained to the one before by hash.
+"""The audit trail: append-only events, each chained by hash to the one before it in its run's chain.
 
-record() appends under a lock on the single AuditHead row, so events are hashed
-in the order they are stored. verify() walks the whole chain in chunks, names the
-first event that does not match, and checks the end of the chain against the
-head, so that deleting the newest events is caught as well.
+record() and record_many() append under a lock on the run's AuditHead row (events
+without a run: the global chain's), so a run's events hash in the order they are
+stored and writers on different runs never wait for each other. verify() walks the
+whole trail in chunks, names the first event that does not match, and checks the
+end of every chain against its head, so that deleting the newest events is caught
+as well. docs/audit.md says what this proves and what it does not.
 """
 
 import json
