@@ -100,6 +100,8 @@ def record_many(run, entries: list[Entry]) -> list[AuditEvent]:
 
     Only that chain's head row is locked, so writers on different runs never wait for each other.
     """
+    if not entries:
+        return []
     chain = chain_of(run)
     head, now = _locked_head(chain), timezone.now()
     events = []

@@ -14,13 +14,12 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import DEFAULT_DB, median, percentile, setup_django
-from bench.peers.walbytes import Wal
+from bench.common import DEFAULT_DB, median, setup_django
+from bench.peers.walbytes import Turns, Wal
 
 
 def parse_args():
@@ -34,22 +33,22 @@ def parse_args():
 class Stub:
     """llm.complete: one get_order_status per turn until `steps` turns, then a text answer; marks each turn."""
 
-    def __init__(self, steps: int, wal: Wal, counter: list[int]):
-        self.steps, self.wal, self.counter = steps, wal, counter
-        self.marks: list[tuple[float, int, str]] = []
+    def __init__(self, steps: int, turns: Turns, counter: list[int]):
+        self.steps, self.turns, self.counter = steps, turns, counter
+        self.statements: list[int] = []
 
     def __call__(self, messages, tools, **kwargs):
         from agents.llm import Reply
         from approvals.services import ProposedCall
 
-        self.marks.append((time.perf_counter(), self.counter[0], self.wal.lsn()))
-        turn = len(self.marks)
+        self.statements.append(self.counter[0])
+        self.turns.mark()
+        turn = len(self.statements)
         if turn > self.steps:
             return Reply(content="All done.", calls=[])
         arguments = json.dumps({"order_id": "A-1002"})
-        return Reply(
-            content="", calls=[ProposedCall(call_id=f"call_{turn}", name="get_order_status", raw_arguments=arguments)]
-        )
+        call = ProposedCall(call_id=f"call_{turn}", name="get_order_status", raw_arguments=arguments)
+        return Reply(content="", calls=[call])
 
 
 def run_loop(steps: int, database_url: str) -> dict:
@@ -65,8 +64,7 @@ def run_loop(steps: int, database_url: str) -> dict:
         counter[0] += 1
         return execute(sql, params, many, context)
 
-    wal = Wal(database_url)
-    stub = Stub(steps, wal, counter)
+    stub = Stub(steps, Turns(Wal(database_url)), counter)
     run = services.run_create(agent="support", request="Where is order A-1002?")
     Run.objects.filter(pk=run.pk).update(max_steps=steps + 1)
     llm.complete, original = stub, llm.complete
@@ -77,27 +75,10 @@ def run_loop(steps: int, database_url: str) -> dict:
         llm.complete = original
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED, (run.status, run.last_error)
-    return summarise(stub.marks, wal)
-
-
-def summarise(marks, wal: Wal) -> dict:
-    times = [(b[0] - a[0]) * 1000 for a, b in zip(marks, marks[1:])]
-    statements = [b[1] - a[1] for a, b in zip(marks, marks[1:])]
-    last = len(times)
-    first_wal = [wal.bytes_between(a[2], b[2]) for a, b in zip(marks[:10], marks[1:11])]
-    last_wal = [wal.bytes_between(a[2], b[2]) for a, b in zip(marks[last - 10 : last], marks[last - 9 : last + 1])]
-    return {
-        "steps": last,
-        "total_s": (marks[-1][0] - marks[0][0]),
-        "steps_per_s": last / (marks[-1][0] - marks[0][0]),
-        "ms_per_step_first10": median(times[:10]),
-        "ms_per_step_last10": median(times[-10:]),
-        "ms_per_step_p99": percentile(times, 99),
-        "statements_first10": median(statements[:10]),
-        "statements_last10": median(statements[-10:]),
-        "wal_kib_first10": median(first_wal) / 1024,
-        "wal_kib_last10": median(last_wal) / 1024,
-    }
+    statements = [b - a for a, b in zip(stub.statements, stub.statements[1:])]
+    figures = stub.turns.summary()
+    figures |= {"statements_first10": median(statements[:10]), "statements_last10": median(statements[-10:])}
+    return figures
 
 
 def main():

@@ -33,16 +33,22 @@ class Turns:
 
     def __init__(self, wal: Wal):
         self.wal, self.times, self.lsns = wal, [], []
+        self.first_wal: list[int] = []
 
     def mark(self) -> None:
         self.times.append(time.perf_counter())
         self.lsns.append(self.wal.lsn())
+        if len(self.lsns) == 11:  # read now: a checkpoint may recycle these WAL segments before the run ends
+            self.first_wal = self.wal_per_step(self.lsns)
+
+    def wal_per_step(self, lsns: list[str]) -> list[int]:
+        return [self.wal.bytes_between(a, b) for a, b in zip(lsns, lsns[1:])]
 
     def summary(self) -> dict:
         """Figures for the steps between the marks: a step is one model turn and what follows it."""
         times = [(b - a) * 1000 for a, b in zip(self.times, self.times[1:])]
         steps = len(times)
-        wal = [self.wal.bytes_between(a, b) for a, b in zip(self.lsns, self.lsns[1:])]
+        first, last = self.first_wal or self.wal_per_step(self.lsns[:11]), self.wal_per_step(self.lsns[-11:])
         total = self.times[-1] - self.times[0]
         return {
             "steps": steps,
@@ -50,8 +56,8 @@ class Turns:
             "steps_per_s": steps / total,
             "ms_per_step_first10": statistics.median(times[:10]),
             "ms_per_step_last10": statistics.median(times[-10:]),
-            "wal_kib_first10": statistics.median(wal[:10]) / 1024,
-            "wal_kib_last10": statistics.median(wal[-10:]) / 1024,
+            "wal_kib_first10": statistics.median(first) / 1024,
+            "wal_kib_last10": statistics.median(last) / 1024,
         }
 
 
