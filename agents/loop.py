@@ -69,7 +69,8 @@ def _fail_unexpectedly(run_id: int, exc: Exception) -> None:
 
 def _advance(run_id: int, *, only: str | None) -> str | None:
     if only == TOOLS:  # approved calls first, before anything else is read: a decision waits for nothing else
-        for call in ToolCall.objects.filter(run_id=run_id, status__in=RUNNABLE).only("pk").order_by("pk"):
+        runnable = ToolCall.objects.filter(run_id=run_id, run__status__in=Run.ACTIVE, status__in=RUNNABLE)
+        for call in runnable.only("pk").order_by("pk"):
             services.toolcall_execute(call=call)
     run = Run.objects.get(pk=run_id)
     owned = False  # whether this worker holds the next model turn, claimed by the last step's commit
