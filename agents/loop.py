@@ -68,10 +68,8 @@ def _fail_unexpectedly(run_id: int, exc: Exception) -> None:
 
 
 def _advance(run_id: int, *, only: str | None) -> str | None:
-    if only == TOOLS:  # approved calls first, before anything else is read: a decision waits for nothing else
-        runnable = ToolCall.objects.filter(run_id=run_id, run__status__in=Run.ACTIVE, status__in=RUNNABLE)
-        for call in runnable.only("pk").order_by("pk"):
-            services.toolcall_execute(call=call)
+    if only == TOOLS:
+        _run_approved_first(run_id)
     run = Run.objects.get(pk=run_id)
     owned = False  # whether this worker holds the next model turn, claimed by the last step's commit
     while run.is_active:
@@ -110,6 +108,13 @@ def _advance(run_id: int, *, only: str | None) -> str | None:
         if recorded is None:
             return  # the turn outlived its lease and was given to another worker
         owned = run.thinking and run.step_count == turn + 1
+
+
+def _run_approved_first(run_id: int) -> None:
+    """Approved calls first, before anything else is read: a decision's resumption waits for nothing else."""
+    runnable = ToolCall.objects.filter(run_id=run_id, run__status__in=Run.ACTIVE, status__in=RUNNABLE)
+    for call in runnable.only("pk").order_by("pk"):
+        services.toolcall_execute(call=call)
 
 
 def _begin_turn(run: Run) -> bool:

@@ -69,6 +69,24 @@ def _trail(gated: list[Gated], run: Run, completes: bool) -> list[audit.Entry]:
     return entries
 
 
+def _transcript_rows(run: Run, content: str, gated: list[Gated], seq: int) -> tuple[Message, list[Message]]:
+    """The assistant's message and, after it, an output for each call that has one already."""
+    calls = [
+        {
+            "id": g.call.call_id,
+            "type": "function",
+            "function": {"name": g.call.tool_name, "arguments": g.call.raw_arguments},
+        }
+        for g in gated
+    ]
+    message = Message(run=run, seq=seq, role=Message.Role.ASSISTANT, content=content, tool_calls=calls)
+    outputs = [g.call for g in gated if g.call.output_recorded]
+    return message, [message] + [
+        Message(run=run, seq=seq + i, role=Message.Role.TOOL, content=call.output, tool_call_id=call.call_id)
+        for i, call in enumerate(outputs, start=1)
+    ]
+
+
 @transaction.atomic
 def step_store(
     *, run: Run, turn: int | None, content: str, gated: list[Gated], next_seq: int | None, ends: bool, claim_next: bool
@@ -85,25 +103,7 @@ def step_store(
     if next_seq is None:
         last = run.messages.order_by("-seq").values_list("seq", flat=True).first()
         next_seq = 0 if last is None else last + 1
-    message = Message(
-        run=run,
-        seq=next_seq,
-        role=Message.Role.ASSISTANT,
-        content=content,
-        tool_calls=[
-            {
-                "id": g.call.call_id,
-                "type": "function",
-                "function": {"name": g.call.tool_name, "arguments": g.call.raw_arguments},
-            }
-            for g in gated
-        ],
-    )
-    outputs = [g.call for g in gated if g.call.output_recorded]
-    rows = [message] + [
-        Message(run=run, seq=next_seq + i, role=Message.Role.TOOL, content=call.output, tool_call_id=call.call_id)
-        for i, call in enumerate(outputs, start=1)
-    ]
+    message, rows = _transcript_rows(run, content, gated, next_seq)
     Message.objects.bulk_create(rows)
     for g in gated:
         g.call.message = message
