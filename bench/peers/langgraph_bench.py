@@ -5,7 +5,9 @@ Run by bench/sidebyside.py with the bench virtualenv's Python (bench/requirement
     .venv-bench/bin/python bench/peers/langgraph_bench.py DATABASE_URL STEPS HISTORIES SAMPLES
 
 Loop: a ReAct graph (model node, tool node) whose stub model asks for one
-get_order_status per turn; every super-step is checkpointed to PostgreSQL.
+get_order_status per turn; every super-step is checkpointed to PostgreSQL before the
+next starts (durability="sync", as ReviewHub commits each step; LangGraph's default,
+"async", writes checkpoints in the background while the graph goes on).
 Resume: the graph stops before its tool node (interrupt_before, a person's approval),
 and is resumed from the checkpoint in a warm process; measured from the resume call
 to the tool body's first line, with HISTORIES transcript messages before the call.
@@ -26,6 +28,7 @@ from walbytes import Turns, Wal, latency
 
 ORDER = {"status": "delivered", "items": "Kettle (1)", "total": "49.00", "refunded": "0.00"}
 body_started: list[float] = []
+DURABILITY = "sync"
 
 
 @tool
@@ -60,7 +63,8 @@ def config(steps: int) -> dict:
 
 def run_loop(saver, wal: Wal, steps: int) -> dict:
     turns = Turns(wal)
-    build(saver, steps, turns).invoke({"messages": [("user", "Where is order A-1002?")]}, config(steps))
+    graph = build(saver, steps, turns)
+    graph.invoke({"messages": [("user", "Where is order A-1002?")]}, config(steps), durability=DURABILITY)
     return turns.summary()
 
 
@@ -68,12 +72,12 @@ def resume_once(saver, history: int) -> float:
     """Build a thread with `history` messages before a call that waits, then resume it: ms to the tool body."""
     steps = (history - 2) // 2 + 1
     graph, cfg = build(saver, steps + 1, interrupt=True), config(steps + 1)
-    graph.invoke({"messages": [("user", "Where is order A-1002?")]}, cfg)
+    graph.invoke({"messages": [("user", "Where is order A-1002?")]}, cfg, durability=DURABILITY)
     for _ in range(steps - 1):  # approve and run the earlier calls, each stopping before the next
-        graph.invoke(None, cfg)
+        graph.invoke(None, cfg, durability=DURABILITY)
     body_started.clear()
     started = time.perf_counter()
-    graph.invoke(None, cfg)
+    graph.invoke(None, cfg, durability=DURABILITY)
     return (body_started[0] - started) * 1000
 
 
