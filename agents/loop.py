@@ -72,8 +72,10 @@ def _advance(run_id: int, *, only: str | None) -> str | None:
         _run_approved_first(run_id)
     run = Run.objects.get(pk=run_id)
     owned = False  # whether this worker holds the next model turn, claimed by the last step's commit
+    messages: list[Message] = []
     while run.is_active:
-        messages = list(run.messages.order_by("seq"))  # the transcript, read once per step
+        # The transcript, once per step: in full the first time, then only the rows added since (it is append-only).
+        messages += run.messages.filter(seq__gt=messages[-1].seq if messages else -1).order_by("seq")
         step, answered = open_step(messages)
         if step is not None and not answered:
             if only == TURN and step.calls.filter(status__in=RUNNABLE).exists():
