@@ -36,6 +36,8 @@ def toolcall_claim(*, call: ToolCall) -> bool:
     lapsed = now - execution_lease()
     abandoned = ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.EXECUTING, claimed_at__lt=lapsed)
     won = fresh.update(status=ToolCall.Status.EXECUTING, claimed_at=now) or abandoned.update(claimed_at=now)
+    if won:
+        call.status, call.claimed_at = ToolCall.Status.EXECUTING, now
     return bool(won)
 
 
