@@ -11,9 +11,11 @@ other sockets await the same job. The job reads the call from the database and
 asks visible_calls() about it once per permission group (reviewers with the
 same groups, permissions and flags), not once per reviewer: whether they may
 see the call, and their pending count. Then can_decide() is asked for each
-reviewer, and the push (the count, the call panel and a toast, as HTML
-fragments swapped out of band) is rendered once per distinct
-panels.viewer_key() and pending count. Each socket sends its own user's push.
+reviewer, and the push (the count, the call's row in the triage list and a
+toast, as HTML fragments swapped out of band) is rendered once per distinct
+panels.viewer_key() and pending count. A page showing the call's full card
+re-reads it over HTTP when the row arrives (static/reviewhub/live.js), so the
+push stays small. Each socket sends its own user's push.
 
 This relies on one property of access.visible_calls(): which calls a user may
 see depends on their groups, permissions and flags, not on who they are
@@ -32,12 +34,12 @@ from django.template.loader import render_to_string
 
 from .models import ToolCall
 from .panels import panel_context, viewer_key
-from .selectors import sees_call_and_pending_count
+from .selectors import sees_call_and_pending_count, with_key_values
 
 log = logging.getLogger(__name__)
 
 # What a queue socket sends: out-of-band fragments for htmx's WebSocket extension
-# (the count, the call panel, a toast), the same partials the pages render.
+# (the count, the call's row, a toast), the same partials the pages render.
 PUSH_TEMPLATE = "approvals/partials/live_push.html"
 
 # A socket keeps its user object (and the permissions Django caches on it) at
@@ -100,7 +102,8 @@ def call_messages(call_id: int, user_ids) -> dict[int, str]:
     call = _load_call(call_id)
     if call is None:
         return {}
-    decision = call.final_decision()
+    with_key_values([call])
+    decision = None if call.is_pending else call.final_decision()
     groups = defaultdict(list)
     for user, permission_group in _current_users(list(user_ids)):
         groups[permission_group].append(user)
@@ -111,8 +114,7 @@ def call_messages(call_id: int, user_ids) -> dict[int, str]:
         if not sees:
             continue
         for user in members:
-            # Pushed panels go to the queue page mostly: they carry its batch checkbox.
-            context = panel_context(user, call, decision) | {"in_queue": True, "queue_count": pending}
+            context = panel_context(user, call, decision) | {"queue_count": pending}
             view = viewer_key(user, context)
             if view not in html_by_view:
                 html_by_view[view] = render_to_string(PUSH_TEMPLATE, context | {"user": user})
