@@ -66,7 +66,7 @@ def _decidable(user) -> Q:
 
 
 def _mine(user) -> Q:
-    """"Mine": calls this user may decide now, or said they are reviewing."""
+    """ "Mine": calls this user may decide now, or said they are reviewing."""
     return Q(reviewing_by=user, reviewing_until__gt=timezone.now()) | _decidable(user)
 
 

@@ -44,7 +44,10 @@ class QueueFilter:
         values = replace(self, **changes)
         pairs = {name: getattr(values, name) for name in ("tool", "tier", "group", "agent", "q", "band")}
         pairs |= {"mine": "1" if values.mine else "", "near": "1" if values.near else ""}
-        pairs |= {"sort": values.sort if values.sort != "oldest" else "", "page": values.page if values.page > 1 else ""}
+        pairs |= {
+            "sort": values.sort if values.sort != "oldest" else "",
+            "page": values.page if values.page > 1 else "",
+        }
         return urlencode({name: value for name, value in pairs.items() if value})
 
 
