@@ -189,7 +189,7 @@ async def test_the_requester_receives_its_runs_call_without_the_buttons(run, req
 async def test_a_push_is_escaped_like_the_page(run, reviewer):
     alice = await connected("/ws/queue/", reviewer)
 
-    await propose(run, "issue_refund", REFUND | {"reason": "<script>alert(1)</script>"}, "call_1")
+    await propose(run, "send_email", EMAIL | {"subject": "<script>alert(1)</script>"}, "call_1")  # a key field
 
     html = (await receive(alice))["html"]
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>" not in html
