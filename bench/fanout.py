@@ -163,7 +163,7 @@ class Proposer:
                 lambda: committed.setdefault("at", time.perf_counter())
             )  # runs before the push is sent
             message = self.services.step_record(
-                self.run,
+                run=self.run,
                 content="I'll refund.",
                 calls=[ProposedCall(f"bench_{time.time_ns()}", "issue_refund", arguments)],
             )

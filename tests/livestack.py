@@ -105,3 +105,13 @@ def receive_call(socket, call_id: int, timeout: float = 5.0) -> dict:
         push = parse_push(socket.recv(timeout=max(0.01, deadline - time.monotonic())))
         if push["id"] == call_id:
             return push
+
+
+def open_in_pane(page, text: str):
+    """Open the queue's row that says `text` in the pane beside the list; its card there."""
+    from playwright.sync_api import expect
+
+    page.locator("#queue a.row-link", has_text=text).click()
+    card = page.locator("#detail article.call", has_text=text)
+    expect(card).to_be_visible()
+    return page.locator("#" + card.get_attribute("id"))

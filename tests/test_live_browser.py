@@ -149,7 +149,8 @@ def test_two_reviewers_see_each_others_decision_live(open_page, reviewer, review
     is_live(b_open)
 
     a.locator(f"#row-{refund.pk} a.row-link").click()  # A opens it in the pane and decides it there
-    a.locator(f"#detail #call-{refund.pk} button[data-key=a]").click()
+    expect(a.locator(f"#detail #call-{refund.pk}")).to_be_visible()
+    a.keyboard.press("a")
 
     expect(b.locator(f"#detail #call-{refund.pk} .live-outcome")).to_contain_text("Approved by alice", timeout=PUSHED)
     expect(b.locator(f"#detail #call-{refund.pk} button[data-key=a]")).to_be_disabled()
@@ -161,7 +162,7 @@ def test_two_reviewers_see_each_others_decision_live(open_page, reviewer, review
         expect(page.locator("#queue-count")).to_have_text("1")
         expect(page).to_have_title("(1) Review queue · ReviewHub")
     expect(a.locator(f"#row-{refund.pk}")).to_have_count(0, timeout=PUSHED)  # A saw the outcome, then it left
-    expect(a.locator(f"#detail #call-{email.pk}")).to_be_visible()  # and A's pane went on to the next call
+    expect(a.locator(f"#detail #call-{email.pk}")).to_be_visible()  # and A's pane went on to the next call (a key)
     assert b.evaluate("window.notReloaded") and a.evaluate("window.notReloaded")
 
     # B's click raced the push: the server answers that it is already decided.

@@ -7,6 +7,7 @@
   "use strict";
 
   var lastCard = null; // id of the call the reviewer was last on
+  var keyed = false;    // the last decision in the pane was made from the keyboard: go on to the next row
 
   // --- the triage list: rows, and the card of the open one in the pane ---------------
 
@@ -54,7 +55,8 @@
   // The call in the pane was decided here (live.js): open the next row, if the reviewer is still on this one.
   document.addEventListener("reviewhub:decided", function (event) {
     var row = event.detail.row;
-    if (!row.classList.contains("selected")) return;
+    if (!keyed || !row.classList.contains("selected")) return;
+    keyed = false;
     var next = nextRow(row);
     setTimeout(function () { if (row.classList.contains("selected")) openRow(next); }, 600);
   });
@@ -123,13 +125,14 @@
     var help = document.getElementById("keys-help");
     if (target.closest && target.closest("input, textarea, select, [contenteditable]")) {
       if (event.key === "Escape") { target.blur(); focusCard(cardOf(target)); }
+      if (event.key === "Enter" && target.closest("#detail")) keyed = true;
       return;
     }
     var card;
     switch (event.key) {
       case "j": if (!moveRow(1)) move(1); break;
       case "k": if (!moveRow(-1)) move(-1); break;
-      case "a": press(current(), 'button[data-key="a"]'); break;
+      case "a": keyed = true; press(current(), 'button[data-key="a"]'); break;
       case "e": press(current(), '[data-key="e"]'); break;
       case "r":
         card = current();
