@@ -121,10 +121,13 @@ def summarize(facets: list[dict], wanted: QueueFilter) -> dict:
     return {
         "total": total,
         "matched": matched,
-        "tools": sorted({row["tool_name"] for row in facets}),
+        "tools": sorted({row["tool_name"] for row in facets} | ({wanted.tool} if wanted.tool else set())),
         "tiers": [(value, label) for value, label in Tier.choices if any(r["tier"] == value for r in facets)],
-        "agents": sorted({row["run__agent"] for row in facets}),
-        "groups": sorted({row["review_group__name"] for row in facets if row["review_group__name"]}),
+        "agents": sorted({row["run__agent"] for row in facets} | ({wanted.agent} if wanted.agent else set())),
+        "groups": sorted(
+            {row["review_group__name"] for row in facets if row["review_group__name"]}
+            | ({wanted.group} if wanted.group not in ("", "-") else set())
+        ),
         "similar": groups[:8],
         "page": min(wanted.page, pages),
         "pages": pages,

@@ -94,13 +94,12 @@
 
   function removeRow(row) { leaving(row); row.remove(); shown(-1); }
 
-  // Would a new call be in this list? Tool, tier, agent, group and "mine" are on the row; the rest is not known here.
+  // Would a new call be in this list? The list says what it was filtered by (tool, tier, agent, group, mine)
+  // and the row has those; search and "near deadline" cannot be told here.
   function fits(row) {
-    var form = document.getElementById("queue-filters");
-    if (!form) return true;
-    var asked = new FormData(form);
-    var ok = ["tool", "tier", "agent", "group"].every(function (name) { return !asked.get(name) || asked.get(name) === row.dataset[name]; });
-    return ok && !(asked.get("mine") && row.dataset.canDecide === "0");
+    var asked = queue().dataset;
+    var ok = ["tool", "tier", "agent", "group"].every(function (name) { return !asked[name] || asked[name] === row.dataset[name]; });
+    return ok && !(asked.mine && row.dataset.canDecide === "0");
   }
 
   function insert(list, row) {
