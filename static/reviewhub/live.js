@@ -152,7 +152,7 @@
     setTimeout(function () { if (row.isConnected) removeRow(row); }, LEAVE_AFTER);
   }
 
-  // The list re-read from the database (socket (re)opened, or a poll): mark the row of the open card again.
+  // The list re-read from the database (socket (re)opened, or a poll), or a card loaded in the pane: mark its row.
   function reread() {
     var card = pane() && pane().querySelector("article.call");
     var row = card && document.getElementById("row-" + card.dataset.callId);
@@ -235,6 +235,7 @@
     else if (el.id === "queue-main") reread();
     else if (el.matches(".toast")) setTimeout(function () { el.remove(); }, 6000);
     else if (el.matches('article.call[data-pending="0"]')) { gone.add(roundOf(el)); if (pane() && pane().contains(el)) decidedByYou(el); }
+    else if (el.matches("article.call") && pane() && pane().contains(el)) reread();
   });
 
   document.addEventListener("DOMContentLoaded", function () {
