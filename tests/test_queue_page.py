@@ -134,3 +134,14 @@ def test_a_group_leaves_out_calls_the_reviewer_may_not_decide(client, requester)
     client.force_login(requester)
     html = client.get(reverse("approvals:queue_group"), REFUNDS_UNDER_50).content.decode()
     assert "None of these calls waits for your decision." in html
+
+
+def test_nonsense_asked_of_a_group_is_answered_with_an_empty_group(client, reviewer, requester):
+    pending_calls(2, requester=requester, amount=20)
+    client.force_login(reviewer)
+    nul = client.get(reverse("approvals:queue_group"), {"tool": "issue\x00_refund", "agent": "support"})
+    assert nul.status_code == 200  # the NUL is dropped, as from the queue's filters
+    for params in ({"tool": "issue_refund", "agent": "support", "band": "'; drop"}, {}):
+        response = client.get(reverse("approvals:queue_group"), params)
+        assert response.status_code == 200 and 'name="calls"' not in response.content.decode()
+

@@ -35,11 +35,12 @@ def queue(request: HttpRequest) -> HttpResponse:
 @require_GET
 def queue_group(request: HttpRequest) -> HttpResponse:
     """A group of similar calls this reviewer may decide, each with the hash it is shown with: one batch."""
-    tool, agent, band = (request.GET.get(name, "")[:200] for name in ("tool", "agent", "band"))
-    calls = group_calls(request.user, tool=tool, agent=agent, band=band) if is_reviewer(request.user) else []
+    wanted = triage.queue_filter(request.GET)  # read like the queue's filters: what cannot be meant is dropped
+    group = {"tool": wanted.tool, "agent": wanted.agent, "band": wanted.band}
+    calls = group_calls(request.user, **group) if is_reviewer(request.user) else []
     context = {
         "calls": calls,
-        "title": triage.group_title(count=len(calls), tool=tool, agent=agent, band=band),
+        "title": triage.group_title(count=len(calls), **group),
         "warned": [call for call in calls if call.warning],
     }
     template = "approvals/queue_group.html#batch" if request.htmx else "approvals/queue_group.html"
