@@ -144,4 +144,3 @@ def test_nonsense_asked_of_a_group_is_answered_with_an_empty_group(client, revie
     for params in ({"tool": "issue_refund", "agent": "support", "band": "'; drop"}, {}):
         response = client.get(reverse("approvals:queue_group"), params)
         assert response.status_code == 200 and 'name="calls"' not in response.content.decode()
-
