@@ -918,7 +918,8 @@ def queue_and_a_live_push(tour: Tour, queue, requester_page, model) -> Run:
     waiting = list(ToolCall.objects.filter(status=ToolCall.Status.PENDING).order_by("created_at", "id")[:50])
     expect(queue.locator("#queue li.qrow")).to_have_count(len(waiting))
     tour.look(queue, "queue", shown=shown_in(*[call.current_description for call in waiting]))
-    for call in waiting:  # each call's card, opened in the pane beside the list (htmx)
+    for call in waiting[:3]:  # a card opened in the pane beside the list (htmx); every card is on its run's page
+        tour.watch.expected_posts.add(f"/calls/{call.pk}/claim/")  # opening a call says "being reviewed by you"
         queue.locator(f"#row-{call.pk} a.row-link").click()
         expect(queue.locator(f"#detail #call-{call.pk}")).to_be_visible(timeout=PUSHED)
         tour.look(queue, f"call {call.pk} in the pane", shown=shown_in(call.reasoning, call.user_request))
@@ -941,6 +942,7 @@ def queue_and_a_live_push(tour: Tour, queue, requester_page, model) -> Run:
     pushed = shown_in(*[text for call in calls for text in (call.current_description, call.tool_name)])
     tour.look(queue, "queue after a push (with its toast)", shown=pushed)
     for call in calls:  # the pushed call's card, opened in the pane
+        tour.watch.expected_posts.add(f"/calls/{call.pk}/claim/")
         queue.locator(f"#row-{call.pk} a.row-link").click()
         expect(queue.locator(f"#detail #call-{call.pk}")).to_be_visible(timeout=PUSHED)
         tour.look(queue, f"pushed call {call.pk} in the pane", shown=shown_in(call.reasoning))
@@ -956,6 +958,7 @@ def swaps_on_the_queue(tour: Tour, queue, stored: Stored) -> None:
     from playwright.sync_api import expect
 
     email = stored.calls["waiting email"]
+    tour.watch.expected_posts.add(f"/calls/{email.pk}/claim/")
     queue.locator(f"#row-{email.pk} a.row-link").click()  # the card in the pane
     card = queue.locator(f"#detail #call-{email.pk}")
     card.locator("a[data-key=e]").click()
@@ -968,6 +971,7 @@ def swaps_on_the_queue(tour: Tour, queue, stored: Stored) -> None:
     tour.look(queue, "changes (htmx)")
 
     refund = stored.calls["waiting refund"]
+    tour.watch.expected_posts.add(f"/calls/{refund.pk}/claim/")
     queue.locator(f"#row-{refund.pk} a.row-link").click()
     card = queue.locator(f"#detail #call-{refund.pk}")
     card.get_by_role("link", name="Preview (dry run)").click()
