@@ -188,6 +188,7 @@ APP_HTMX = {
     "hx-headers",
     "hx-push-url",
     "hx-ext",
+    "hx-select",
     "hx-select-oob",
     "hx-swap-oob",
 }
