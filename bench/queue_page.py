@@ -6,8 +6,8 @@
 The page is requested in-process through Django's test client, logged in as a reviewer, so the time is the
 server's (middleware, queries, templates), not the network's. Pending calls are written straight to the
 table (tests/queueseed.py), added (or the newest deleted) to reach each size. Each page is fetched once to
-warm up, then --repeat times; the median and the slowest are printed. Besides the plain queue: a search, a filter, "mine", the
-sort by amount, the last page, and a group of similar calls.
+warm up, then --repeat times; the median and the slowest are printed. Besides the plain queue: a search,
+a filter, "mine", the sort by amount, the last page, and a group of similar calls.
 
 Needs PostgreSQL: DATABASE_URL (default: a reviewhub_bench_queue database on 127.0.0.1:5432, created if
 missing). The calls are left in place; --fresh deletes the pending calls of earlier runs first.
