@@ -36,10 +36,12 @@
     return card.classList.contains("htmx-request") || !!card.querySelector(".htmx-request");
   }
 
-  function busy(card) { // the reviewer is typing in it, has its edit form or a preview open, or is deciding it
+  function working(card) { // the reviewer is typing in it, or has its edit form or a preview open
     var active = document.activeElement;
-    return !!card.querySelector("form.edit, .preview") || inFlight(card) || (card.contains(active) && active.matches("input, textarea, select"));
+    return !!card.querySelector("form.edit, .preview") || (card.contains(active) && active.matches("input, textarea, select"));
   }
+
+  function busy(card) { return working(card) || inFlight(card); } // ... or is deciding it
 
   // keys.js moves the focus away from a call before it stops being actionable.
   function leaving(el) { el.dispatchEvent(new CustomEvent("reviewhub:leaving", { bubbles: true })); }
@@ -80,6 +82,7 @@
     if (row.dataset.pending !== "1") {
       if (card.dataset.pending === "1" && !inFlight(card)) showDecided(card, row);
     } else if (card.dataset.pending === "1" && !busy(card)) {
+      card.dataset.rereading = "1"; // its answer is swapped in only if the reviewer has not started on the card meanwhile
       htmx.ajax("GET", row.querySelector("a.row-link").getAttribute("href"), { target: card, swap: "outerHTML" });
     }
   }
@@ -227,6 +230,13 @@
     if (detail.target.id === "live-queue") land(detail);
     else if (detail.target.id === "toasts") toast(detail);
     else if (detail.target.matches("article.call") && !mayReplace(detail.target, detail.fragment.firstElementChild)) detail.shouldSwap = false;
+  });
+
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail.target;
+    if (!target.dataset || target.dataset.rereading !== "1") return;
+    delete target.dataset.rereading;
+    if (working(target) || target.dataset.pending !== "1" || target.classList.contains("decided-elsewhere")) event.detail.shouldSwap = false;
   });
 
   document.addEventListener("htmx:load", function (event) {
