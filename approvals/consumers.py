@@ -1,10 +1,11 @@
 """Live pushes. Thin: check the login, join a group, pass hints on.
 
 Both sockets send HTML fragments that htmx's WebSocket extension swaps out of
-band. The queue socket sends each reviewer the count, the call panel and a toast,
+band. The queue socket sends each reviewer the count, the call's row and a toast,
 rendered from the database after the commit (approvals/fanout.py works it out
-once per process). The run socket sends an element that, swapped in, makes the
-run page re-read its body over HTTP, through the same view and partial as the page.
+once per process, and its one listener per process hands each socket its push).
+The run socket sends an element that, swapped in, makes the run page re-read its
+body over HTTP, through the same view and partial as the page.
 """
 
 from channels.db import database_sync_to_async
@@ -12,7 +13,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
 from . import access, fanout
-from .live import QUEUE_GROUP, run_group
+from .live import run_group
 
 REFUSED = 4403
 NOT_FOUND = 4404
@@ -24,20 +25,13 @@ class QueueConsumer(AsyncWebsocketConsumer):
         if not await database_sync_to_async(access.is_reviewer)(user):
             await self.close(code=REFUSED)
             return
-        self.user_id = user.pk
-        fanout.join(self.user_id)
-        await self.channel_layer.group_add(QUEUE_GROUP, self.channel_name)
         await self.accept()
+        self.user_id = user.pk
+        await fanout.subscribe(self, self.user_id)  # the process's listener sends this socket its pushes
 
     async def disconnect(self, code):
         if hasattr(self, "user_id"):
-            await self.channel_layer.group_discard(QUEUE_GROUP, self.channel_name)
-            fanout.leave(self.user_id)
-
-    async def call_changed(self, event):
-        message = await fanout.message_for(self.user_id, event)
-        if message is not None:
-            await self.send(text_data=message)
+            fanout.unsubscribe(self, self.user_id)
 
 
 class RunConsumer(AsyncWebsocketConsumer):

@@ -1,3 +1,5 @@
+from functools import cache
+
 from .access import can_start_run, is_reviewer
 from .selectors import pending_count
 
@@ -7,7 +9,8 @@ def queue_count(request):
     if user is None or not user.is_authenticated:
         return {}
     return {
-        "queue_count": pending_count(user),
+        # Counted when a template first asks, at most once; the queue page passes the count it already has.
+        "queue_count": cache(lambda: pending_count(user)),
         "is_reviewer": is_reviewer(user),
         "may_start_runs": can_start_run(user)[0],
     }

@@ -6,14 +6,21 @@ process with 100 sockets would repeat the same queries and renders 100 times,
 one after the other in the single thread Channels gives database work: in
 bench/fanout.py the median reviewer heard of a call 1.4 s after its commit.
 
-So the first socket of a process to get a hint starts one job, and the process's
-other sockets await the same job. The job reads the call from the database and
+So each process works a hint out once, for all its sockets. The job reads the call from the database and
 asks visible_calls() about it once per permission group (reviewers with the
 same groups, permissions and flags), not once per reviewer: whether they may
 see the call, and their pending count. Then can_decide() is asked for each
-reviewer, and the push (the count, the call panel and a toast, as HTML
-fragments swapped out of band) is rendered once per distinct
-panels.viewer_key() and pending count. Each socket sends its own user's push.
+reviewer, and the push (the count, the call's row in the triage list and a
+toast, as HTML fragments swapped out of band) is rendered once per distinct
+panels.viewer_key() and pending count. A page showing the call's full card
+re-reads it over HTTP when the row arrives (static/reviewhub/live.js), so the
+push stays small.
+
+Each process has one member in the queue group: a listener (started by the
+process's first queue socket) gets each hint once from the channel layer and
+hands every local socket its user's message, in the order of the hints. With a
+member per socket, the layer delivered each hint once per socket (for 100
+sockets, 100 Redis messages popped one by one).
 
 This relies on one property of access.visible_calls(): which calls a user may
 see depends on their groups, permissions and flags, not on who they are
@@ -23,44 +30,83 @@ see depends on their groups, permissions and flags, not on who they are
 import asyncio
 import logging
 import time
-import uuid
-from collections import Counter, defaultdict
+from collections import defaultdict
 
 from channels.db import database_sync_to_async
 from django.contrib.auth import get_user_model
 from django.template.loader import render_to_string
 
 from . import observers
+from .live import QUEUE_GROUP
 from .models import ToolCall
 from .panels import panel_context, viewer_key
-from .selectors import sees_call_and_pending_count
+from .selectors import sees_call_and_pending_count, with_key_values
 
 log = logging.getLogger(__name__)
 
 # What a queue socket sends: out-of-band fragments for htmx's WebSocket extension
-# (the count, the call panel, a toast), the same partials the pages render.
+# (the count, the call's row, a toast), the same partials the pages render.
 PUSH_TEMPLATE = "approvals/partials/live_push.html"
 
 # A socket keeps its user object (and the permissions Django caches on it) at
 # most this long before the user is read again; HTTP requests always re-read.
 USER_TTL = 30.0
-# A job's result is kept this long for the sockets of this process that are slow
-# to get the hint; a socket later than that starts a fresh job.
-JOB_TTL = 5.0
-
-_viewers: Counter = Counter()  # user id -> open queue sockets in this process
+_sockets: dict[int, set] = defaultdict(set)  # user id -> this process's open queue sockets
 _users: dict[int, tuple[float, object, tuple]] = {}  # id -> (loaded at, user, permission group); database thread only
-_jobs: dict[str, asyncio.Future] = {}
+_listener: dict = {}  # this process's member of the queue group: loop, channel, task
+REJOIN_EVERY = 3600.0  # seconds; a channel layer forgets group members after a day (group_expiry)
 
 
-def join(user_id: int) -> None:
-    _viewers[user_id] += 1
+async def subscribe(consumer, user_id: int) -> None:
+    """A queue socket opened: it gets its user's pushes from this process's listener."""
+    _sockets[user_id].add(consumer)
+    await _ensure_listener(consumer.channel_layer)
 
 
-def leave(user_id: int) -> None:
-    _viewers[user_id] -= 1
-    if _viewers[user_id] <= 0:
-        del _viewers[user_id]
+def unsubscribe(consumer, user_id: int) -> None:
+    _sockets[user_id].discard(consumer)
+    if not _sockets[user_id]:
+        del _sockets[user_id]
+
+
+async def _ensure_listener(layer) -> None:
+    loop = asyncio.get_running_loop()
+    if _listener.get("loop") is loop and not _listener["task"].done():
+        return
+    if _listener.get("channel"):  # a listener of a loop that ended (tests run a loop per test)
+        await layer.group_discard(QUEUE_GROUP, _listener["channel"])
+    channel = await layer.new_channel()  # the layer's own kind: it shares the process's one receive loop
+    await layer.group_add(QUEUE_GROUP, channel)
+    _listener.update(loop=loop, channel=channel, task=loop.create_task(_listen(layer, channel)))
+
+
+async def _listen(layer, channel: str) -> None:
+    joined = time.monotonic()
+    while True:
+        try:
+            event = await layer.receive(channel)
+            if time.monotonic() - joined > REJOIN_EVERY:
+                await layer.group_add(QUEUE_GROUP, channel)
+                joined = time.monotonic()
+            if event.get("type") == "call.changed":
+                await _dispatch(event["call_id"])
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a push is a hint: the page re-reads the database on reconnect
+            log.exception("the queue listener failed; it goes on")
+            await asyncio.sleep(0.5)
+
+
+async def _dispatch(call_id: int) -> None:
+    """Each local socket gets its user's message about this call, if its user may see the call."""
+    messages = await _run_job(call_id, list(_sockets))
+    for user_id, consumers in list(_sockets.items()):
+        message = messages.get(user_id)
+        for consumer in list(consumers) if message is not None else ():
+            try:
+                await consumer.send(text_data=message)
+            except Exception as exc:  # a socket closing as we send: the others still get theirs
+                log.debug("a queue push was not sent: %s", exc)
 
 
 def _permission_group(user) -> tuple:
@@ -101,7 +147,8 @@ def call_messages(call_id: int, user_ids) -> dict[int, str]:
     call = _load_call(call_id)
     if call is None:
         return {}
-    decision = call.final_decision()
+    with_key_values([call])
+    decision = None if call.is_pending else call.final_decision()
     groups = defaultdict(list)
     for user, permission_group in _current_users(list(user_ids)):
         groups[permission_group].append(user)
@@ -113,8 +160,7 @@ def call_messages(call_id: int, user_ids) -> dict[int, str]:
         if not sees:
             continue
         for user in members:
-            # Pushed panels go to the queue page mostly: they carry its batch checkbox.
-            context = panel_context(user, call, decision) | {"in_queue": True, "queue_count": pending}
+            context = panel_context(user, call, decision) | {"queue_count": pending}
             context["notify"] = browser.get(user.pk, True)  # the reviewer's preference (toast.html, live.js)
             view = viewer_key(user, context)
             if view not in html_by_view:
@@ -132,15 +178,3 @@ async def _run_job(call_id: int, user_ids: list[int]) -> dict[int, str]:
         return {}
     finally:
         observers.measured("push_fanout", time.perf_counter() - start)
-
-
-async def message_for(user_id: int, event: dict) -> str | None:
-    """This user's message for a "call.changed" hint, or None if they may not see the call."""
-    key = event.get("hint") or uuid.uuid4().hex
-    job = _jobs.get(key)
-    if job is None:
-        job = asyncio.ensure_future(_run_job(event["call_id"], list(_viewers)))
-        _jobs[key] = job
-        asyncio.get_running_loop().call_later(JOB_TTL, _jobs.pop, key, None)
-    messages = await asyncio.shield(job)  # a socket closing must not cancel the others' job
-    return messages.get(user_id)

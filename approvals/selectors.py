@@ -1,9 +1,13 @@
 """Read queries used in several places: the pending queue, as one user may see it."""
 
-from django.db.models import Count, Q
+from django.db.models import Case, Count, Exists, F, FloatField, OuterRef, Q, Value, When
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
+from django.utils import timezone
 
-from . import access
-from .models import ToolCall
+from . import access, triage
+from .models import Decision, ToolCall
+from .tools import registry
 
 PENDING = Q(status=ToolCall.Status.PENDING)
 
@@ -27,3 +31,111 @@ def sees_call_and_pending_count(user, call_id: int) -> tuple[bool, int]:
         this=Count("pk", filter=Q(pk=call_id)), pending=Count("pk", filter=PENDING)
     )
     return bool(seen["this"]), seen["pending"]
+
+
+# --- the triage list (approvals/triage.py says what its filters mean) ------------------------------
+
+ROW_FIELDS = (
+    "id", "tool_name", "tier", "status", "description", "edited_description", "arguments", "approved_arguments",
+    "arguments_hash", "facts", "created_at", "expires_at", "warn_at", "escalated_at", "review_round",
+    "required_approvals", "reviewing_until",
+    "run__id", "run__agent", "run__dry_run", "run__requested_by_id",
+    "review_group__id", "review_group__name", "reviewing_by__id", "reviewing_by__username",
+)  # fmt: skip
+
+
+def _amount():
+    """The call's amount-like key (triage.amount_fields), as a number; NULL for tools without one."""
+    whens = [
+        When(tool_name__in=tools, then=Cast(KT(f"arguments__{field}"), FloatField()))
+        for field, tools in triage.amount_fields().items()
+    ]
+    return Case(*whens, default=Value(None), output_field=FloatField()) if whens else Value(None, FloatField())
+
+
+def _band(amount):
+    whens = [When(**{"amount__lt": upper}, then=Value(slug)) for slug, upper, _ in triage.BANDS if upper is not None]
+    return Case(*whens, When(amount__isnull=False, then=Value(triage.BANDS[-1][0])), default=Value(""))
+
+
+def _decidable(user) -> Q:
+    """Of the calls a user sees, those they may decide now: not of a run they requested, not approved by
+    them in this round (access.can_decide's rules, as SQL)."""
+    approved = Decision.objects.filter(tool_call=OuterRef("pk"), round=OuterRef("review_round"), reviewer=user)
+    return ~Q(run__requested_by=user) & ~Exists(approved)
+
+
+def _mine(user) -> Q:
+    """ "Mine": calls this user may decide now, or said they are reviewing."""
+    return Q(reviewing_by=user, reviewing_until__gt=timezone.now()) | _decidable(user)
+
+
+def _matches(user, wanted: "triage.QueueFilter") -> Q:
+    q = Q()
+    for field, value in (("tool_name", wanted.tool), ("tier", wanted.tier), ("run__agent", wanted.agent)):
+        if value:
+            q &= Q(**{field: value})
+    if wanted.group:
+        q &= Q(review_group__isnull=True) if wanted.group == "-" else Q(review_group__name=wanted.group)
+    if wanted.band:
+        q &= Q(band=wanted.band)
+    if wanted.near:
+        q &= Q(warn_at__lte=timezone.now())
+    if wanted.mine:
+        q &= _mine(user)
+    if wanted.q:
+        text = wanted.q
+        q &= Q(description__icontains=text) | Q(edited_description__icontains=text) | Q(tool_name__icontains=text)
+    return q
+
+
+def _pending_with_amount(user):
+    return access.visible_calls(user, ToolCall.objects.filter(PENDING)).annotate(amount=_amount())
+
+
+SORT_ORDER = {
+    "oldest": ("created_at", "id"),
+    "deadline": (F("expires_at").asc(nulls_last=True), "created_at", "id"),
+    "amount": (F("amount").desc(nulls_last=True), "created_at", "id"),
+}
+
+
+def queue_rows(user, wanted: "triage.QueueFilter") -> list[ToolCall]:
+    """One page of the triage list (one query): the columns a row shows, its key values set on each call."""
+    calls = _pending_with_amount(user)
+    if wanted.band:
+        calls = calls.annotate(band=_band(F("amount")))
+    start = (wanted.page - 1) * triage.PAGE_SIZE
+    rows = list(
+        calls.filter(_matches(user, wanted))
+        .select_related("run", "review_group", "reviewing_by")
+        .only(*ROW_FIELDS)
+        .order_by(*SORT_ORDER[wanted.sort])[start : start + triage.PAGE_SIZE]
+    )
+    return with_key_values(rows)
+
+
+def with_key_values(calls: list[ToolCall]) -> list[ToolCall]:
+    for call in calls:
+        tool = registry.get(call.tool_name)
+        call.key_values = tool.key_values(call.review_arguments) if tool else []
+    return calls
+
+
+def queue_facets(user, wanted: "triage.QueueFilter") -> list[dict]:
+    """Pending calls this user may see, counted per tool, tier, agent, group and amount band: all of them
+    (`total`) and those the filter keeps (`matched`). One query, whatever the size of the queue."""
+    calls = _pending_with_amount(user).annotate(band=_band(F("amount")))
+    return list(
+        calls.values("tool_name", "tier", "run__agent", "review_group__name", "band")
+        .annotate(total=Count("pk"), matched=Count("pk", filter=_matches(user, wanted)))
+        .order_by()
+    )
+
+
+def group_calls(user, *, tool: str, agent: str, band: str) -> list[ToolCall]:
+    """The pending calls of one group of similar calls that this user may decide now, oldest first."""
+    calls = _pending_with_amount(user).annotate(band=_band(F("amount")))
+    calls = calls.filter(_decidable(user), tool_name=tool, run__agent=agent, band=band)
+    rows = calls.select_related("run", "review_group", "reviewing_by").only(*ROW_FIELDS)
+    return with_key_values(list(rows.order_by("created_at", "id")[: triage.GROUP_LIMIT]))

@@ -7,6 +7,7 @@ app_name = "approvals"
 urlpatterns = [
     path("", queue.queue, name="queue"),
     path("approve-selected/", queue.approve_selected, name="approve_selected"),
+    path("queue/group/", queue.queue_group, name="queue_group"),
     path("calls/<int:pk>/", calls.call_detail, name="call"),
     path("calls/<int:pk>/preview/", calls.call_preview, name="call_preview"),
     path("calls/<int:pk>/approve/", calls.call_approve, name="call_approve"),

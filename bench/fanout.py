@@ -163,7 +163,7 @@ class Proposer:
                 lambda: committed.setdefault("at", time.perf_counter())
             )  # runs before the push is sent
             message = self.services.step_record(
-                self.run,
+                run=self.run,
                 content="I'll refund.",
                 calls=[ProposedCall(f"bench_{time.time_ns()}", "issue_refund", arguments)],
             )
@@ -186,9 +186,10 @@ async def _open_sockets(url: str, origin: str, cookies: list[str], clients: int)
 
 async def _listen(ws, receipts: list[tuple[int, float]]) -> None:
     async for raw in ws:
-        pending = PENDING_PANEL.search(raw)  # a push is HTML: the count, the call's panel, a toast
+        pending = PENDING_CALL.search(raw)  # a push is HTML: the count, the call's row, a toast
         if pending:
             receipts.append((int(pending[1]), time.perf_counter()))
+            SIZES.append(len(raw.encode()))
 
 
 def _propose_all(proposer: Proposer, calls: int, interval: float) -> dict[int, float]:
@@ -241,7 +242,12 @@ async def phase(
 
 WARM_UP = 3
 PER_CALL = False
-PENDING_PANEL = re.compile(r'<article class="call [^"]*" id="call-\d+" data-call-id="(\d+)" data-pending="1"')
+SIZES: list[int] = []  # bytes of each push received (before the socket's deflate)
+# A pending call's push: its row in the queue's list (or, before the list, its whole card).
+PENDING_CALL = re.compile(
+    r'(?:<li class="qrow[^"]*" id="row-\d+"|<article class="call [^"]*" id="call-\d+")'
+    r' data-call-id="(\d+)" data-pending="1"'
+)
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -256,7 +262,7 @@ def print_header(redis_url: str) -> None:
     )
     print(
         f"{'phase':<6} {'N':>4} {'users':>5} {'M':>4} | {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'max ms':>7}"
-        f" | {'pushes/s':>9} {'received':>9}"
+        f" | {'pushes/s':>9} {'received':>9} {'bytes':>6}"
     )
 
 
@@ -284,12 +290,14 @@ def run_phase(
         )
     )
     rate = received / span if span else 0
+    size = sum(SIZES) / len(SIZES) if SIZES else 0
+    SIZES.clear()
     print(
         f"{name:<6} {clients:>4} {min(users, clients):>5} {calls:>4} | "
         f"{percentile(latencies, 50):7.1f} {percentile(latencies, 95):7.1f} "
         f"{percentile(latencies, 99):7.1f} "
         f"{max(latencies, default=float('nan')):7.1f} | "
-        f"{rate:9.0f} {received:>4}/{expected:<4}",
+        f"{rate:9.0f} {received:>4}/{expected:<4} {size:6.0f}",
         flush=True,
     )
 

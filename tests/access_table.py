@@ -59,6 +59,8 @@ EXPECTED = {
     "agents:runs":                        (GET,  LOGIN,    200,   200,   200,   200,   200,   200),
     "agents:new_run":                     (FORM, LOGIN,    302,   302,   302,   302,   403,   302),
     "approvals:queue":                    (GET,  LOGIN,    200,   200,   200,   200,   200,   200),
+    # a group of similar calls: each sees only the calls they may decide (none, for who may decide nothing)
+    "approvals:queue_group":              (GET,  LOGIN,    200,   200,   200,   200,   200,   200),
     # bob and rita: back to the queue with "#n was not approved: <why>" for the refund
     "approvals:approve_selected":         (POST, LOGIN,    403,   302,   302,   302,   403,   302),
     "approvals:call":                     (GET,  LOGIN,    404,   200,   404,   200,   200,   200),

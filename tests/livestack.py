@@ -53,7 +53,7 @@ def queue_socket(base_url: str, cookie: str):
 
 
 class _Push(HTMLParser):
-    """Reads a queue push: its top-level elements, the call panel's data, the count and the toast."""
+    """Reads a queue push: its top-level elements, the call's row data, the count and the toast."""
 
     VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 
@@ -66,7 +66,7 @@ class _Push(HTMLParser):
         attrs = dict(attrs)
         if self.depth == 0:
             self.push["oob"].append(attrs.get("hx-swap-oob"))
-        if tag == "article" and self.push["id"] is None:
+        if tag == "li" and "qrow" in (attrs.get("class") or "").split() and self.push["id"] is None:
             self.push |= {
                 "id": int(attrs["data-call-id"]),
                 "pending": attrs["data-pending"] == "1",
@@ -105,3 +105,13 @@ def receive_call(socket, call_id: int, timeout: float = 5.0) -> dict:
         push = parse_push(socket.recv(timeout=max(0.01, deadline - time.monotonic())))
         if push["id"] == call_id:
             return push
+
+
+def open_in_pane(page, text: str):
+    """Open the queue's row that says `text` in the pane beside the list; its card there."""
+    from playwright.sync_api import expect
+
+    page.locator("#queue a.row-link", has_text=text).click()
+    card = page.locator("#detail article.call", has_text=text)
+    expect(card).to_be_visible()
+    return page.locator("#" + card.get_attribute("id"))

@@ -6,7 +6,7 @@ import pytest
 
 from shop.demo_data import DEMO_PASSWORD
 
-from .livestack import browser_login
+from .livestack import browser_login, open_in_pane
 from .stack import wait_for_rows
 
 pytestmark = pytest.mark.browser
@@ -24,8 +24,7 @@ def logged_in(demo, page):
 def test_a_reviewer_claims_previews_and_edits_an_email_seeing_the_changes(demo, page):
     from playwright.sync_api import expect
 
-    page.locator("article.call h2 a", has_text="Send an email to dana.smith@gmail.co").click()
-    card = page.locator("article.call")
+    card = open_in_pane(page, "Send an email to dana.smith@gmail.co")
     expect(card.locator(".claim")).to_contain_text("You are reviewing this")
     card.get_by_role("link", name="Preview (dry run)").click()
     expect(card.locator(".preview")).to_contain_text("[dry run] Would send to dana.smith@gmail.co")
@@ -46,11 +45,11 @@ def test_a_reviewer_claims_previews_and_edits_an_email_seeing_the_changes(demo, 
 def test_a_reviewer_responds_with_guidance_and_the_agent_acts_on_it(demo, page):
     from playwright.sync_api import expect
 
-    card = page.locator("article.call", has_text="Refund $35.00 to Lee Wong for order A-1002")
+    card = open_in_pane(page, "Refund $35.00 to Lee Wong for order A-1002")
     card.locator("input[name=reason]").fill("Only the shipping is ours to refund")
     card.locator("textarea[name=guidance]").fill("refund only the shipping, $9.90")
     card.get_by_role("button", name="Respond").click()
-    expect(card).to_have_count(0)
+    expect(card.locator(".outcome")).to_be_visible()  # the pane shows the outcome
     refunds = wait_for_rows(
         demo["db"], "select o.number, r.amount from shop_refund r join shop_order o on o.id = r.order_id"
     )

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from .livestack import open_in_pane
 from .stack import sqlite_rows, start_demo
 
 pytestmark = pytest.mark.browser
@@ -35,7 +36,7 @@ def page(browser, demo):
 def test_with_the_edit_form_open_the_a_key_approves_what_the_form_shows(demo, page):
     from playwright.sync_api import expect
 
-    card = page.locator("article.call", has_text="Refund $35.00 to Lee Wong for order A-1002")
+    card = open_in_pane(page, "Refund $35.00 to Lee Wong for order A-1002")
     card.get_by_role("link", name="Edit…").click()
     amount = card.locator("input[name=arg_amount]")
     amount.fill("12.5")
@@ -50,7 +51,7 @@ def test_with_the_edit_form_open_the_a_key_approves_what_the_form_shows(demo, pa
 def test_a_call_whose_facts_warn_offers_only_approve_anyway(demo, page):
     from playwright.sync_api import expect
 
-    card = page.locator("article.call", has_text="Refund $490.00 to Dana Smith for order A-1001")
+    card = open_in_pane(page, "Refund $490.00 to Dana Smith for order A-1001")
     expect(card.locator(".facts .warning")).to_contain_text("more than the $49.00 still refundable")
     expect(card.get_by_role("button", name="Approve", exact=True)).to_have_count(0)
     card.get_by_role("button", name="Approve anyway").click()

@@ -125,7 +125,8 @@ def test_a_call_near_its_deadline_is_flagged_and_its_reviewers_notified_once(
     assert "This call expires in" in mail.outbox[0].body and call_url(call) in mail.outbox[0].body
     client.force_login(reviewer)
     html = client.get(reverse("approvals:queue")).content.decode()
-    assert "near-deadline" in html and "expires soon" in html
+    assert f'class="qrow status-pending near-deadline" id="row-{call.pk}"' in html
+    assert "expires soon" in client.get(call_url(call)).content.decode()  # on its card
 
 
 def test_a_call_for_a_group_notifies_only_that_group(make_run, reviewer, senior, django_capture_on_commit_callbacks):

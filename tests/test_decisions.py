@@ -18,10 +18,12 @@ def refund_call(make_run):
     return pending_call(make_run, "Order A-1001 arrived broken. Please refund $490.")
 
 
-def test_the_queue_shows_each_pending_call_with_everything_needed(client, reviewer, refund_call):
+def test_the_queue_lists_each_pending_call_and_its_card_has_everything_needed(client, reviewer, refund_call):
     client.force_login(reviewer)
-    page = client.get(reverse("approvals:queue")).content.decode()
-    assert "Refund $490.00 to Dana Smith for order A-1001 (order total $49.00)" in page
+    row = client.get(reverse("approvals:queue")).content.decode()
+    assert "Refund $490.00 to Dana Smith for order A-1001 (order total $49.00)" in row
+    assert "<small>Amount</small> 490.0" in row and "<small>Order id</small> A-1001" in row
+    page = client.get(reverse("approvals:call", args=[refund_call.pk])).content.decode()
     assert "&quot;amount&quot;: 490.0" in page
     assert "Order total" in page and "$49.00" in page
     assert "I&#x27;ll refund $490.00" in page
@@ -207,9 +209,9 @@ def test_untrusted_text_is_escaped_and_hidden_characters_shown(client, reviewer,
             ],
         }
     )
-    make_run("Refund order A-1001")
+    call = make_run("Refund order A-1001").tool_calls.get()
     client.force_login(reviewer)
-    page = client.get(reverse("approvals:queue")).content.decode()
+    page = client.get(reverse("approvals:call", args=[call.pk])).content.decode()
     assert "<script>alert(1)</script>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "[U+202E]" in page and "[U+200B]" in page

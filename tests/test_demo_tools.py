@@ -121,7 +121,7 @@ def test_the_panel_shows_the_emails_warning_like_the_refunds_with_the_real_addre
     gate(run, "send_email", {**EMAIL, "to": "dana.smith@gmail.co", "order_id": "A-1001"}, "call_1")
     gate(run, "issue_refund", {"order_id": "A-1001", "amount": 490, "reason": "Broken"}, "call_2")
     client.force_login(reviewer)
-    page = client.get(reverse("approvals:queue")).text
+    page = "".join(client.get(reverse("approvals:call", args=[call.pk])).text for call in run.tool_calls.order_by("pk"))
     warnings = re.findall(r'<dt>([^<]*)</dt><dd class="warning">([^<]*)</dd>', page)
     assert [label for label, _ in warnings] == ["Warning", "Warning"]
     assert any("dana.smith@gmail.co" in text and "theirs is dana.smith@example.com" in text for _, text in warnings)

@@ -152,9 +152,9 @@ def test_the_approve_anyway_button_names_the_hidden_characters_of_the_warning_it
 
     Customer.objects.filter(email="dana.smith@example.com").update(name=f"Dana{HIDDEN}")
     email = {"to": "someone@example.org", "subject": "Hi", "body": "Hello", "order_id": "A-1001"}
-    propose(run, "send_email", email)
+    call = propose(run, "send_email", email)
     client.force_login(reviewer)
-    text = client.get(reverse("approvals:queue")).text
+    text = client.get(reverse("approvals:call", args=[call.pk])).text
     assert 'title="The facts warn: someone@example.org is not the address of Dana[U+202E][U+200B],' in text
     assert raw_hidden(text) == []
 

@@ -2,6 +2,8 @@
 worker on Redis and the test PostgreSQL database. Runs are started here and
 advanced by the worker, whose pushes travel through Redis to the server."""
 
+import re
+
 import pytest
 from django.conf import settings as django_settings
 from django.db import connection
@@ -13,6 +15,7 @@ from approvals.models import Decision, Run, ToolCall
 from shop.models import Refund
 
 from .livestack import session_cookie
+from .queueseed import pending_calls
 from .stack import Processes, free_port, production_env, redis_available, start_asgi, start_worker
 from .waiting import wait_for
 
@@ -121,36 +124,45 @@ def focused_card(page) -> str:
     return page.evaluate("(document.activeElement.closest('article.call') || {}).id || document.activeElement.tagName")
 
 
+def selected_row(page) -> str:
+    return page.evaluate("(document.querySelector('#queue li.qrow.selected') || {}).id || ''")
+
+
 def test_two_reviewers_see_each_others_decision_live(open_page, reviewer, reviewer2, requester, shop):
     a = is_live(open_page(reviewer))
     b = is_live(open_page(reviewer2))
 
     refund = wait_for_pending_call(start_run(requester, REFUND_35), "issue_refund")
-    for page in (a, b):  # pushed, with no reload
-        expect(page.locator(f"#queue #call-{refund.pk}")).to_be_visible(timeout=PUSHED)
+    for page in (a, b):  # a row pushed into the list, with no reload
+        expect(page.locator(f"#queue #row-{refund.pk}")).to_be_visible(timeout=PUSHED)
     email = wait_for_pending_call(start_run(requester, EMAIL_DANA), "send_email")
     for page in (a, b):
-        expect(page.locator(f"#queue #call-{email.pk}")).to_be_visible(timeout=PUSHED)
+        expect(page.locator(f"#queue #row-{email.pk}")).to_be_visible(timeout=PUSHED)
         expect(page.locator("#toasts")).to_contain_text("New call to review: Refund $35.00")
         expect(page.locator("#queue-count")).to_have_text("2")
+        expect(page.locator("#queue-shown")).to_have_text("2")
         expect(page).to_have_title("(2) Review queue · ReviewHub")
-    b.keyboard.press("j")  # B is on the refund
-    assert focused_card(b) == f"call-{refund.pk}"
-    b_open = b.context.new_page()  # and has it open in a second tab
+    b.keyboard.press("j")  # B has the refund open in the pane
+    expect(b.locator(f"#detail #call-{refund.pk}")).to_be_visible()
+    b_open = b.context.new_page()  # and on its own page in a second tab
     b_open.goto(f"/calls/{refund.pk}/")
     is_live(b_open)
 
-    a.locator(f"#call-{refund.pk} button[data-key=a]").click()
+    a.locator(f"#row-{refund.pk} a.row-link").click()  # A opens it in the pane and decides it there
+    expect(a.locator(f"#detail #call-{refund.pk}")).to_be_visible()
+    a.keyboard.press("a")
 
-    expect(b.locator(f"#call-{refund.pk}")).to_have_count(0, timeout=PUSHED)
+    expect(b.locator(f"#detail #call-{refund.pk} .live-outcome")).to_contain_text("Approved by alice", timeout=PUSHED)
+    expect(b.locator(f"#detail #call-{refund.pk} button[data-key=a]")).to_be_disabled()
+    expect(b.locator(f"#row-{refund.pk}")).to_have_class(re.compile(r"\bdecided\b"))
     expect(b_open.locator(f"#call-{refund.pk} .live-outcome")).to_contain_text("Approved by alice", timeout=PUSHED)
     expect(b_open.locator(f"#call-{refund.pk} button[data-key=a]")).to_be_disabled()
-    assert focused_card(b) == f"call-{email.pk}"  # never on the call that was just decided
     expect(b.locator("#toasts")).to_contain_text("Approved by alice")
     for page in (a, b):
         expect(page.locator("#queue-count")).to_have_text("1")
         expect(page).to_have_title("(1) Review queue · ReviewHub")
-    expect(a.locator(f"#call-{refund.pk}")).to_have_count(0, timeout=PUSHED)  # A saw the outcome, then it left
+    expect(a.locator(f"#row-{refund.pk}")).to_have_count(0, timeout=PUSHED)  # A saw the outcome, then it left
+    expect(a.locator(f"#detail #call-{email.pk}")).to_be_visible()  # and A's pane went on to the next call (a key)
     assert b.evaluate("window.notReloaded") and a.evaluate("window.notReloaded")
 
     # B's click raced the push: the server answers that it is already decided.
@@ -163,12 +175,13 @@ def test_two_reviewers_see_each_others_decision_live(open_page, reviewer, review
     assert Decision.objects.filter(tool_call=refund).count() == 1
 
     # B is typing a reason to reject the email when A approves it: B sees why the field stops.
+    b.keyboard.press("j")
+    expect(b.locator(f"#detail #call-{email.pk}")).to_be_visible()
     b.keyboard.press("r")
     b.keyboard.type("Wrong addr")
-    a.locator(f"#call-{email.pk}").get_by_role("button", name="Approve anyway").click()  # the address warns
-    expect(b.locator(f"#call-{email.pk} .live-outcome")).to_contain_text("Approved by alice")
-    expect(b.locator(f"#call-{email.pk} input[name=reason]")).to_be_disabled()
-    expect(b.locator(f"#call-{email.pk}")).to_have_count(0, timeout=8000)
+    a.locator(f"#detail #call-{email.pk}").get_by_role("button", name="Approve anyway").click()  # the address warns
+    expect(b.locator(f"#detail #call-{email.pk} .live-outcome")).to_contain_text("Approved by alice", timeout=PUSHED)
+    expect(b.locator(f"#detail #call-{email.pk} input[name=reason]")).to_be_disabled()
 
 
 def test_a_page_that_reconnects_shows_what_was_proposed_while_it_was_away(open_page, stack, reviewer, requester, shop):
@@ -179,7 +192,7 @@ def test_a_page_that_reconnects_shows_what_was_proposed_while_it_was_away(open_p
     call = wait_for_pending_call(start_run(requester, REFUND_35), "issue_refund")  # its push reaches nobody
     stack.start_asgi()
 
-    expect(page.locator(f"#queue #call-{call.pk}")).to_be_visible(timeout=10_000)
+    expect(page.locator(f"#queue #row-{call.pk}")).to_be_visible(timeout=10_000)
     is_live(page)
     expect(page.locator("#queue-count")).to_have_text("1")
     assert page.evaluate("window.notReloaded")
@@ -191,7 +204,7 @@ def test_without_websockets_the_queue_falls_back_to_polling(open_page, reviewer,
 
     call = wait_for_pending_call(start_run(requester, REFUND_35), "issue_refund")
 
-    expect(page.locator(f"#queue #call-{call.pk}")).to_be_visible(timeout=8000)
+    expect(page.locator(f"#queue #row-{call.pk}")).to_be_visible(timeout=8000)
     expect(page.locator("#queue-count")).to_have_text("1")
     assert page.evaluate("window.notReloaded")
 
@@ -199,24 +212,27 @@ def test_without_websockets_the_queue_falls_back_to_polling(open_page, reviewer,
 def test_a_reviewer_decides_from_the_keyboard(open_page, reviewer, requester, shop):
     page = is_live(open_page(reviewer))
     refund = wait_for_pending_call(start_run(requester, REFUND_35), "issue_refund")
-    expect(page.locator(f"#call-{refund.pk}")).to_be_visible()
+    expect(page.locator(f"#row-{refund.pk}")).to_be_visible(timeout=PUSHED)
     email = wait_for_pending_call(start_run(requester, EMAIL_DANA), "send_email")
-    expect(page.locator(f"#call-{email.pk}")).to_be_visible()
+    expect(page.locator(f"#row-{email.pk}")).to_be_visible(timeout=PUSHED)
 
     page.keyboard.press("j")
     page.keyboard.press("j")
-    assert focused_card(page) == f"call-{email.pk}"
+    expect(page.locator(f"#detail #call-{email.pk}")).to_be_visible()
+    assert selected_row(page) == f"row-{email.pk}"
     page.keyboard.press("k")
-    assert focused_card(page) == f"call-{refund.pk}"
+    expect(page.locator(f"#detail #call-{refund.pk}")).to_be_visible()
+    assert selected_row(page) == f"row-{refund.pk}"
 
     page.keyboard.press("e")
-    expect(page.locator(f"#call-{refund.pk} form.edit [name^=arg_]").first).to_be_focused()
+    expect(page.locator(f"#detail #call-{refund.pk} form.edit [name^=arg_]").first).to_be_focused()
     page.keyboard.press("Escape")
     assert focused_card(page) == f"call-{refund.pk}"
 
     page.keyboard.press("a")
-    expect(page.locator(f"#call-{refund.pk} .outcome")).to_contain_text("Approved by alice")
-    expect(page.locator(f"#call-{email.pk}")).to_be_focused()
+    expect(page.locator(f"#detail #call-{refund.pk} .outcome")).to_contain_text("Approved by alice")
+    expect(page.locator(f"#detail #call-{email.pk}")).to_be_visible()  # the pane goes on to the next call
+    expect(page.locator(f"#row-{refund.pk}")).to_have_count(0)
 
     page.keyboard.press("r")
     expect(page.locator(f"#call-{email.pk} input[name=reason]")).to_be_focused()
@@ -224,12 +240,66 @@ def test_a_reviewer_decides_from_the_keyboard(open_page, reviewer, requester, sh
     page.keyboard.press("Enter")
     expect(page.locator(f"#call-{email.pk} .outcome")).to_contain_text("Rejected by alice")
     assert Decision.objects.get(tool_call=email).reason == "Wrong address"
-    expect(page.locator("#queue article.call")).to_have_count(0, timeout=5000)
+    expect(page.locator("#queue li.qrow")).to_have_count(0, timeout=5000)
 
     page.keyboard.press("?")
     expect(page.locator("#keys-help")).to_be_visible()
     page.keyboard.press("Escape")
     expect(page.locator("#keys-help")).to_be_hidden()
+
+
+def test_a_filtered_list_says_a_new_call_came_instead_of_inserting_it(open_page, reviewer, requester, shop):
+    page = is_live(open_page(reviewer, "/?tool=send_email"))
+    refund = wait_for_pending_call(start_run(requester, REFUND_35), "issue_refund")
+    expect(page.locator("#toasts")).to_contain_text("New call to review: Refund $35.00", timeout=PUSHED)
+    expect(page.locator(f"#row-{refund.pk}")).to_have_count(0)  # not a send_email call: not this list's
+    expect(page.locator("#queue-new")).to_be_hidden()
+
+    page.goto("/?tool=issue_refund&sort=deadline")
+    is_live(page)
+    second = wait_for_pending_call(start_run(requester, REFUND_35.replace("A-1002", "A-1001")), "issue_refund")
+    expect(page.locator("#queue-new")).to_contain_text("1 new calls — show", timeout=PUSHED)  # sorted: not in place
+    page.locator("#queue-new a").click()
+    expect(page.locator(f"#row-{second.pk}")).to_be_visible()
+
+
+def test_a_reviewer_filters_the_list_and_decides_a_call_from_the_pane(open_page, reviewer, requester, shop):
+    refunds = pending_calls(3, requester=requester)
+    emails = list(pending_calls(2, requester=requester, tool="send_email", agent="mailer").tool_calls.order_by("pk"))
+    page = is_live(open_page(reviewer))
+    expect(page.locator("#queue li.qrow")).to_have_count(5)
+
+    page.locator("select[name=tool]").select_option("send_email")  # applies at once
+    expect(page.locator("#queue li.qrow")).to_have_count(2)
+    expect(page.locator("#queue-shown")).to_have_text("2")
+    page.locator(f"#row-{emails[0].pk} a.row-link").click()
+    pane = page.locator(f"#detail #call-{emails[0].pk}")
+    expect(pane).to_contain_text("Email c0@example.com")
+    pane.locator("button[data-key=a]").click()
+
+    expect(pane.locator(".outcome")).to_contain_text("Approved by alice")
+    expect(page.locator(f"#row-{emails[0].pk}")).to_have_count(0)
+    assert ToolCall.objects.get(pk=emails[0].pk).status != ToolCall.Status.PENDING
+    assert refunds.tool_calls.filter(status=ToolCall.Status.PENDING).count() == 3
+
+
+def test_a_reviewer_approves_a_group_of_similar_calls_in_one_batch(open_page, reviewer, requester, shop):
+    small = list(pending_calls(3, requester=requester, amount=20).tool_calls.order_by("pk"))
+    large = pending_calls(1, requester=requester, amount=900).tool_calls.get()
+    page = is_live(open_page(reviewer))
+
+    page.get_by_role("link", name="3 issue_refund calls under $50 from the support agent").click()
+    batch = page.locator("#detail #batch-group")
+    expect(batch.locator("input[name=calls]:checked")).to_have_count(3)
+    batch.get_by_role("button", name="Approve the checked calls").click()
+
+    expect(page.locator(".flash")).to_contain_text("Approved 3 calls")
+    assert not ToolCall.objects.filter(pk__in=[c.pk for c in small], status=ToolCall.Status.PENDING).exists()
+    assert [d.arguments_hash for d in Decision.objects.filter(tool_call__in=small).order_by("tool_call")] == [
+        call.arguments_hash for call in small
+    ]
+    assert ToolCall.objects.get(pk=large.pk).status == ToolCall.Status.PENDING
+    expect(page.locator(f"#row-{large.pk}")).to_be_visible()
 
 
 FAKE_NOTIFICATIONS = """

@@ -56,7 +56,7 @@ async def receive(communicator) -> dict:
     return parse_push(await communicator.receive_from(timeout=3))
 
 
-OUT_OF_BAND = ["true", "beforeend:#live-queue", "beforeend:#toasts"]  # the count, the panel, the toast
+OUT_OF_BAND = ["true", "beforeend:#live-queue", "beforeend:#toasts"]  # the count, the row, the toast
 
 
 async def test_an_anonymous_socket_is_refused():
@@ -84,7 +84,8 @@ async def test_a_reviewer_receives_a_call_when_it_is_proposed(run, reviewer):
     assert push["oob"] == OUT_OF_BAND
     assert push["id"] == call.pk and push["pending"] is True and push["can_decide"] is True
     assert push["count"] == 1
-    assert f'id="call-{call.pk}"' in push["html"] and '/approve/"' in push["html"]
+    assert f'id="row-{call.pk}"' in push["html"] and "Refund $45.00" in push["html"]
+    assert '/approve/"' not in push["html"] and len(push["html"].encode()) < 2500  # the row, not the whole card
     assert push["toast"].startswith("New call to review: Refund $45.00")
     await alice.disconnect()
 
@@ -167,10 +168,9 @@ async def test_after_the_first_of_two_approvals_each_reviewer_sees_where_they_st
 
     mine, theirs = await receive(alice), await receive(bob)
     assert mine["pending"] is theirs["pending"] is True
-    assert mine["can_decide"] is False and "You already approved this call" in mine["html"]
+    assert mine["can_decide"] is False
     assert mine["toast"] is None  # a toast announces only a call one may decide
-    assert theirs["can_decide"] is True and '/approve/"' in theirs["html"]
-    assert "1 of 2 approvals: alice" in theirs["html"]
+    assert theirs["can_decide"] is True
     await alice.disconnect()
     await bob.disconnect()
 
@@ -182,14 +182,14 @@ async def test_the_requester_receives_its_runs_call_without_the_buttons(run, req
 
     push = await receive(rita)
     assert push["can_decide"] is False and push["toast"] is None
-    assert "You requested this run" in push["html"] and '/approve/"' not in push["html"]
+    assert '/approve/"' not in push["html"]
     await rita.disconnect()
 
 
 async def test_a_push_is_escaped_like_the_page(run, reviewer):
     alice = await connected("/ws/queue/", reviewer)
 
-    await propose(run, "issue_refund", REFUND | {"reason": "<script>alert(1)</script>"}, "call_1")
+    await propose(run, "send_email", EMAIL | {"subject": "<script>alert(1)</script>"}, "call_1")  # a key field
 
     html = (await receive(alice))["html"]
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>" not in html

@@ -26,7 +26,7 @@ def test_the_panel_is_rendered_once_per_distinct_view(call, reviewer, reviewer2,
     assert set(messages) == {reviewer.pk, reviewer2.pk, requester.pk}  # the outsider may not see it
     assert len(renders) == 2  # one for the two who may decide, one for the requester
     assert messages[reviewer.pk] == messages[reviewer2.pk]
-    assert '/approve/"' in messages[reviewer.pk] and '/approve/"' not in messages[requester.pk]
+    assert 'data-can-decide="1"' in messages[reviewer.pk] and 'data-can-decide="0"' in messages[requester.pk]
 
 
 def test_who_sees_a_call_depends_on_groups_and_permissions_not_on_who_one_is(call, reviewer, requester):

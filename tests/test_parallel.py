@@ -104,11 +104,13 @@ def test_approve_selected_refuses_each_call_it_may_not_approve_and_says_why(step
     assert list(Decision.objects.values_list("tool_call_id", flat=True)) == [second.pk]
 
 
-def test_the_queue_offers_a_checkbox_per_call_the_reviewer_may_decide(step, client, reviewer, requester):
+def test_a_group_of_similar_calls_offers_a_checkbox_per_call_the_reviewer_may_decide(step, client, reviewer, requester):
     run, calls = step
+    group = {"tool": "issue_refund", "agent": "support", "band": "under-50"}
     client.force_login(reviewer)
-    html = client.get(reverse("approvals:queue")).content.decode()
-    for call in calls:
-        assert f'value="{call.pk}:{call.arguments_hash}" form="batch-approve"' in html
+    assert "2 issue_refund calls under $50 from the support agent" in client.get(reverse("approvals:queue")).text
+    html = client.get(reverse("approvals:queue_group"), group).content.decode()
+    for call in calls[:2]:
+        assert f'value="{call.pk}:{call.arguments_hash}" checked' in html
     client.force_login(requester)
-    assert 'form="batch-approve"' not in client.get(reverse("approvals:queue")).content.decode()
+    assert 'name="calls"' not in client.get(reverse("approvals:queue_group"), group).content.decode()

@@ -42,7 +42,8 @@ def test_the_returned_call_shows_the_change_highlighted(approved, client, review
     Order.objects.filter(number="A-1001").update(status="cancelled")
     advance(approved)
     client.force_login(reviewer2)
-    html = client.get(reverse("approvals:queue")).content.decode()
+    assert f'id="row-{approved.pk}"' in client.get(reverse("approvals:queue")).content.decode()
+    html = client.get(reverse("approvals:call", args=[approved.pk])).content.decode()
     assert (
         "Back in the queue:</strong> The facts changed since the call was reviewed"
         " (order status: delivered → cancelled)." in html

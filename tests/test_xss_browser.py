@@ -188,6 +188,7 @@ APP_HTMX = {
     "hx-headers",
     "hx-push-url",
     "hx-ext",
+    "hx-select",
     "hx-select-oob",
     "hx-swap-oob",
 }
@@ -915,9 +916,14 @@ def queue_and_a_live_push(tour: Tour, queue, requester_page, model) -> Run:
     queue.goto("/")
     expect(queue.locator("body")).to_have_attribute("data-live", "live", timeout=PUSHED)
     queue.evaluate("window.notReloaded = true")
-    waiting = ToolCall.objects.filter(status=ToolCall.Status.PENDING).count()
-    expect(queue.locator("#queue article.call")).to_have_count(waiting)
-    tour.look(queue, "queue", shown=PAYLOADS)
+    waiting = list(ToolCall.objects.filter(status=ToolCall.Status.PENDING).order_by("created_at", "id")[:50])
+    expect(queue.locator("#queue li.qrow")).to_have_count(len(waiting))
+    tour.look(queue, "queue", shown=shown_in(*[call.current_description for call in waiting]))
+    for call in waiting[:3]:  # a card opened in the pane beside the list (htmx); every card is on its run's page
+        tour.watch.expected_posts.add(f"/calls/{call.pk}/claim/")  # opening a call says "being reviewed by you"
+        queue.locator(f"#row-{call.pk} a.row-link").click()
+        expect(queue.locator(f"#detail #call-{call.pk}")).to_be_visible(timeout=PUSHED)
+        tour.look(queue, f"call {call.pk} in the pane", shown=shown_in(call.reasoning, call.user_request))
 
     live_payloads = PAYLOADS[3::17]
     # Typed into the form, one per line (a browser sends line breaks as CR LF: payloads that hold one stay out).
@@ -932,9 +938,15 @@ def queue_and_a_live_push(tour: Tour, queue, requester_page, model) -> Run:
     calls = wait_for(lambda: list(run.tool_calls.filter(status=ToolCall.Status.PENDING)) or None, timeout=60)
     assert calls, "the server did not take the run's model turn (its log is in var/test-logs)"
     expect(queue.locator("#toasts")).to_contain_text("New call to review", timeout=PUSHED)
-    tour.look(queue, "queue after a push (with its toast)", shown=live_payloads)
     for call in calls:
-        expect(queue.locator(f"#queue #call-{call.pk}")).to_be_visible()
+        expect(queue.locator(f"#queue #row-{call.pk}")).to_be_visible()
+    pushed = shown_in(*[text for call in calls for text in (call.current_description, call.tool_name)])
+    tour.look(queue, "queue after a push (with its toast)", shown=pushed)
+    for call in calls:  # the pushed call's card, opened in the pane
+        tour.watch.expected_posts.add(f"/calls/{call.pk}/claim/")
+        queue.locator(f"#row-{call.pk} a.row-link").click()
+        expect(queue.locator(f"#detail #call-{call.pk}")).to_be_visible(timeout=PUSHED)
+        tour.look(queue, f"pushed call {call.pk} in the pane", shown=shown_in(call.reasoning))
     assert queue.evaluate("window.notReloaded") and queue.locator("body").get_attribute("data-live") == "live"
     # The requester's run page re-read its body through htmx when the run changed.
     expect(requester_page.locator(f"#run-call-{calls[0].pk}")).to_be_visible(timeout=PUSHED)
@@ -947,7 +959,9 @@ def swaps_on_the_queue(tour: Tour, queue, stored: Stored) -> None:
     from playwright.sync_api import expect
 
     email = stored.calls["waiting email"]
-    card = queue.locator(f"#call-{email.pk}")
+    tour.watch.expected_posts.add(f"/calls/{email.pk}/claim/")
+    queue.locator(f"#row-{email.pk} a.row-link").click()  # the card in the pane
+    card = queue.locator(f"#detail #call-{email.pk}")
     card.locator("a[data-key=e]").click()
     expect(card.locator("form.edit textarea[name=arg_body]")).to_be_visible(timeout=PUSHED)
     tour.look(queue, "edit form (htmx)")
@@ -958,7 +972,9 @@ def swaps_on_the_queue(tour: Tour, queue, stored: Stored) -> None:
     tour.look(queue, "changes (htmx)")
 
     refund = stored.calls["waiting refund"]
-    card = queue.locator(f"#call-{refund.pk}")
+    tour.watch.expected_posts.add(f"/calls/{refund.pk}/claim/")
+    queue.locator(f"#row-{refund.pk} a.row-link").click()
+    card = queue.locator(f"#detail #call-{refund.pk}")
     card.get_by_role("link", name="Preview (dry run)").click()
     expect(card.locator(f"#preview-body-{refund.pk}")).to_be_visible(timeout=PUSHED)
     tour.look(queue, "preview (htmx)", shown=shown_in(refund.arguments["reason"]))

@@ -75,6 +75,14 @@ class ToolCall(models.Model):
     class Meta:
         ordering = ["created_at", "id"]
         constraints = [models.UniqueConstraint(fields=["run", "call_id"], name="toolcall_unique_call_id")]
+        indexes = [  # the queue's orders, pending calls only (approvals/selectors.py)
+            models.Index(fields=["created_at", "id"], condition=Q(status="pending"), name="toolcall_pending_oldest"),
+            models.Index(
+                fields=["expires_at", "created_at", "id"],
+                condition=Q(status="pending"),
+                name="toolcall_pending_deadline",
+            ),
+        ]
         permissions = [("review_toolcall", "Can review (approve, edit, reject) tool calls")]
 
     def __str__(self):

@@ -55,6 +55,8 @@ def panel_response(
         "fields": fields,
         "other_errors": [(name, msgs) for name, msgs in context["errors"].items() if name not in names],
         "arguments_json": (values or {}).get("arguments_json", ""),
+        # Opened in the queue's pane: say "being reviewed by you", as opening the call's page does.
+        "claim_on_open": context["can_decide"] and request.headers.get("HX-Target") == "detail",
         **extra,
     }
     template = PANEL_TEMPLATE if request.htmx else "approvals/call.html"

@@ -1,4 +1,5 @@
-"""The review queue: every pending call this reviewer may see, and the batch approval."""
+"""The review queue: a triage list of the pending calls this reviewer may see, the full card of one in a
+pane beside it, groups of similar calls, and the batch approval."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -7,24 +8,43 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import services
-from ..access import can_decide, is_reviewer, may_review
-from ..selectors import pending_calls
+from .. import services, triage
+from ..access import is_reviewer, may_review
+from ..selectors import group_calls, queue_facets, queue_rows
 
 
 @login_required
 @require_GET
 def queue(request: HttpRequest) -> HttpResponse:
-    fragment = request.GET.get("fragment") if request.htmx else None
-    if fragment == "count":
+    if request.htmx and request.GET.get("fragment") == "count":
         return render(request, "approvals/partials/queue_count.html")  # the count comes from the context processor
-    calls = list(pending_calls(request.user))
-    for call in calls:
-        call.viewer_can_decide, call.viewer_why = can_decide(request.user, call)
-    context = {"calls": calls, "is_reviewer": is_reviewer(request.user)}
-    if fragment == "live":
-        return render(request, "approvals/partials/live_queue.html", context)
+    wanted = triage.queue_filter(request.GET)
+    summary = triage.summarize(queue_facets(request.user, wanted), wanted)
+    context = {
+        "calls": queue_rows(request.user, wanted),
+        "wanted": wanted,
+        "summary": summary,
+        "sorts": triage.SORTS,
+        "queue_count": summary["total"],
+        "is_reviewer": is_reviewer(request.user),
+    }
     return render(request, "approvals/queue.html", context)
+
+
+@login_required
+@require_GET
+def queue_group(request: HttpRequest) -> HttpResponse:
+    """A group of similar calls this reviewer may decide, each with the hash it is shown with: one batch."""
+    wanted = triage.queue_filter(request.GET)  # read like the queue's filters: what cannot be meant is dropped
+    group = {"tool": wanted.tool, "agent": wanted.agent, "band": wanted.band}
+    calls = group_calls(request.user, **group) if is_reviewer(request.user) else []
+    context = {
+        "calls": calls,
+        "title": triage.group_title(count=len(calls), **group),
+        "warned": [call for call in calls if call.warning],
+    }
+    template = "approvals/queue_group.html#batch" if request.htmx else "approvals/queue_group.html"
+    return render(request, template, context)
 
 
 def _selected(values: list[str]) -> list[tuple[int, str]]:
@@ -32,7 +52,7 @@ def _selected(values: list[str]) -> list[tuple[int, str]]:
     items = []
     for value in values:
         pk, _, shown_hash = value.partition(":")
-        if pk.isdigit():
+        if pk.isdigit() and len(pk) < 19:
             items.append((int(pk), shown_hash))
     return items
 

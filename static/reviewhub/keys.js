@@ -1,10 +1,71 @@
 // Keyboard-fast reviewing: j/k move between calls, a approves, e edits,
 // r rejects (the reason field gets the focus; Enter sends), ? shows the keys.
-// Focus only ever lands on calls still waiting for a decision.
+// Focus only ever lands on calls still waiting for a decision. In the queue's
+// triage list, j/k move between rows and open each in the pane beside it
+// (htmx), and a/e/r act on the card in the pane.
 (function () {
   "use strict";
 
   var lastCard = null; // id of the call the reviewer was last on
+  var keyed = false;    // the last decision in the pane was made from the keyboard: go on to the next row
+
+  // --- the triage list: rows, and the card of the open one in the pane ---------------
+
+  function rows() { return Array.from(document.querySelectorAll('#queue li.qrow[data-pending="1"]')); }
+  function paneCard() {
+    var card = document.querySelector('#detail article.call[data-pending="1"]:not(.decided-elsewhere)');
+    return card || null;
+  }
+
+  function openRow(row) {
+    if (!row) return;
+    document.querySelectorAll("#queue li.qrow.selected").forEach(function (other) { other.classList.remove("selected"); other.removeAttribute("aria-current"); });
+    row.classList.add("selected");
+    row.setAttribute("aria-current", "true");
+    var link = row.querySelector("a.row-link");
+    link.focus({ preventScroll: true });
+    row.scrollIntoView({ block: "nearest" });
+    link.click(); // htmx loads the card into the pane; without htmx the link opens the call's page
+  }
+
+  function moveRow(step) {
+    var list = rows();
+    if (!list.length) return false;
+    var at = document.querySelector("#queue li.qrow.selected");
+    var i = list.indexOf(at);
+    openRow(i < 0 ? list[step > 0 ? 0 : list.length - 1] : list[Math.max(0, Math.min(list.length - 1, i + step))]);
+    return true;
+  }
+
+  function nextRow(row) { // the next pending row after this one, else the one before it
+    var list = rows().filter(function (other) { return other !== row; });
+    var after = list.filter(function (other) { return row.compareDocumentPosition(other) & Node.DOCUMENT_POSITION_FOLLOWING; });
+    return after[0] || list[list.length - 1] || null;
+  }
+
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest && event.target.closest("#queue a.row-link");
+    if (!link || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    var row = link.closest("li.qrow");
+    document.querySelectorAll("#queue li.qrow.selected").forEach(function (other) { if (other !== row) { other.classList.remove("selected"); other.removeAttribute("aria-current"); } });
+    row.classList.add("selected");
+    row.setAttribute("aria-current", "true");
+  });
+
+  // The call in the pane was decided here (live.js): open the next row, if the reviewer is still on this one.
+  document.addEventListener("reviewhub:decided", function (event) {
+    var row = event.detail.row;
+    if (!keyed || !row.classList.contains("selected")) return;
+    keyed = false;
+    var next = nextRow(row);
+    setTimeout(function () { if (row.classList.contains("selected")) openRow(next); }, 600);
+  });
+
+  // The filters apply as soon as one changes.
+  document.addEventListener("change", function (event) {
+    var form = event.target.form;
+    if (form && form.id === "queue-filters" && event.target.name !== "q") form.requestSubmit();
+  });
 
   function actionable() {
     return Array.from(document.querySelectorAll('article.call[data-pending="1"]:not(.decided-elsewhere)'));
@@ -33,6 +94,7 @@
   }
 
   function current() {
+    if (document.getElementById("queue")) return paneCard();
     var card = cardOf(document.activeElement);
     var cards = actionable();
     if (card && cards.indexOf(card) >= 0) return card;
@@ -63,13 +125,14 @@
     var help = document.getElementById("keys-help");
     if (target.closest && target.closest("input, textarea, select, [contenteditable]")) {
       if (event.key === "Escape") { target.blur(); focusCard(cardOf(target)); }
+      if (event.key === "Enter" && target.closest("#detail")) keyed = true;
       return;
     }
     var card;
     switch (event.key) {
-      case "j": move(1); break;
-      case "k": move(-1); break;
-      case "a": press(current(), 'button[data-key="a"]'); break;
+      case "j": if (!moveRow(1)) move(1); break;
+      case "k": if (!moveRow(-1)) move(-1); break;
+      case "a": keyed = true; press(current(), 'button[data-key="a"]'); break;
       case "e": press(current(), '[data-key="e"]'); break;
       case "r":
         card = current();
@@ -95,6 +158,11 @@
   // A call is leaving (decided here or elsewhere): if the reviewer was on it, go on to the next.
   document.addEventListener("reviewhub:leaving", function (event) {
     var card = event.target;
+    if (card.matches("li.qrow")) { // a row leaves the list: the focus goes to the next row's link
+      var next = card.contains(document.activeElement) ? nextRow(card) : null;
+      if (next) next.querySelector("a.row-link").focus({ preventScroll: true });
+      return;
+    }
     var active = document.activeElement;
     var onIt = card.contains(active) || ((!active || active === document.body) && lastCard === card.id);
     if (!onIt) return;

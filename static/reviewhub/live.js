@@ -3,8 +3,10 @@
 // swapped out of band; transport, reconnection and swapping are htmx's. The pages
 // re-read what they show when a socket (re)opens and, while one is down, on each
 // "livePoll" this file sends. What stays here is the reviewer's side: where a
-// pushed panel goes, never replacing a panel someone is working in, calls decided
-// elsewhere, toasts and notifications, and the live status.
+// pushed row goes, never replacing a panel someone is working in, calls decided
+// elsewhere, toasts and notifications, and the live status. A push carries the
+// call's row of the queue's triage list (queue_row.html), not its full card: the
+// list changes one row at a time, and a card on the page is re-read over HTTP.
 (function () {
   "use strict";
 
@@ -19,7 +21,6 @@
   var leftNow = new Set();   // calls that just left the queue, decided by someone else: their toast shows
   var down = new Set();      // socket elements that are not open
   var pollTimer = null;
-  var rereadFrom = [];       // the pending cards when the queue's re-read was sent
 
   htmx.config.wsReconnectDelay = function (retries) { // 0.5 s doubling to 5 s, with jitter
     return Math.min(500 * Math.pow(2, retries), 5000) * (0.75 + Math.random() / 2);
@@ -27,24 +28,25 @@
 
   // --- calls ------------------------------------------------------------------------
 
-  function queue() { return document.getElementById("queue"); }
-  function inQueue(card) { var list = queue(); return !!(list && list.contains(card)); }
-  function roundOf(card) { return card.dataset.callId + "@" + card.dataset.round; }
+  function queue() { return document.getElementById("queue"); } // the triage list's rows
+  function pane() { return document.getElementById("detail"); }  // the card of the open call, beside the list
+  function roundOf(el) { return el.dataset.callId + "@" + el.dataset.round; }
 
   function inFlight(card) { // a request from this panel is under way; htmx will swap its answer in
     return card.classList.contains("htmx-request") || !!card.querySelector(".htmx-request");
   }
 
-  function busy(card) { // the reviewer is typing in it, has its edit form or a preview open, or is deciding it
+  function working(card) { // the reviewer is typing in it, or has its edit form or a preview open
     var active = document.activeElement;
-    return !!card.querySelector("form.edit, .preview") || inFlight(card) || (card.contains(active) && active.matches("input, textarea, select"));
+    return !!card.querySelector("form.edit, .preview") || (card.contains(active) && active.matches("input, textarea, select"));
   }
 
-  // keys.js moves the focus away from a call before it stops being actionable.
-  function leaving(card) { card.dispatchEvent(new CustomEvent("reviewhub:leaving", { bubbles: true })); }
-  function leaveQueue(card) { leaving(card); card.remove(); }
+  function busy(card) { return working(card) || inFlight(card); } // ... or is deciding it
 
-  // An open copy of a call someone else decided: keep it, show the outcome, disable it.
+  // keys.js moves the focus away from a call before it stops being actionable.
+  function leaving(el) { el.dispatchEvent(new CustomEvent("reviewhub:leaving", { bubbles: true })); }
+
+  // An open card of a call someone else decided: keep it, show the outcome ("Approved by bob"), disable it.
   function showDecided(card, fresh) {
     if (!card.classList.contains("decided-elsewhere")) {
       leaving(card);
@@ -60,59 +62,104 @@
       box.setAttribute("role", "status");
       card.querySelector(".description").after(box);
     }
-    box.replaceChildren.apply(box, Array.from(fresh.querySelectorAll(".outcome, .output")));
+    box.replaceChildren.apply(box, Array.from(fresh.querySelectorAll(".outcome, .output")).map(function (el) { return el.cloneNode(true); }));
   }
 
-  // Someone else decided a call in this queue: it leaves, unless the reviewer was working on it.
-  function decidedElsewhere(card, fresh) {
-    if (!busy(card)) { leaveQueue(card); leftNow.add(card.dataset.callId); return; }
-    showDecided(card, fresh); // show them why it stops, then let it go
-    setTimeout(function () { if (card.isConnected) leaveQueue(card); }, 3 * LEAVE_AFTER);
-  }
-
-  // The policy: may the fresh panel of a call replace the one on the page? If not, do what is due instead.
+  // May a fresh copy of a card (re-read over HTTP) replace the one on the page? If not, do what is due instead.
   function mayReplace(card, fresh) {
     if (fresh.dataset.pending === "1") return !gone.has(roundOf(fresh)) && !busy(card) && !card.classList.contains("decided-elsewhere");
     var decidedHere = card.dataset.pending === "0" || inFlight(card); // the htmx answer shows the outcome
-    if (inQueue(card)) {
-      if (!decidedHere) decidedElsewhere(card, fresh);
-      return false;
-    }
     if ((decidedHere || fresh.dataset.decidedByYou === "1") && !card.classList.contains("decided-elsewhere")) return true;
     showDecided(card, fresh);
     return false;
   }
 
-  // A panel pushed or re-read lands in #live-queue: put it where this page shows that call, if anywhere.
-  function land(detail) {
-    var fresh = detail.fragment.firstElementChild, card = document.getElementById(fresh.id);
-    var pending = fresh.dataset.pending === "1";
-    detail.shouldSwap = false;
-    if (!pending) { gone.add(roundOf(fresh)); announced.add(fresh.dataset.callId); }
-    if (card) {
-      if (mayReplace(card, fresh)) htmx.swap(card, fresh.outerHTML, { swapStyle: "outerHTML" });
-    } else if (pending && !gone.has(roundOf(fresh)) && queue()) {
-      detail.target = queue();
-      detail.shouldSwap = true;
+  // A pushed row says a call changed. A card of it on this page (the pane, the call page) follows:
+  // decided elsewhere, it shows who decided; still pending, it is re-read from the database unless in use.
+  function follow(row) {
+    var card = document.getElementById("call-" + row.dataset.callId);
+    if (!card || card.classList.contains("decided-elsewhere")) return;
+    if (row.dataset.pending !== "1") {
+      if (card.dataset.pending === "1" && !inFlight(card)) showDecided(card, row);
+    } else if (card.dataset.pending === "1" && !busy(card)) {
+      card.dataset.rereading = "1"; // its answer is swapped in only if the reviewer has not started on the card meanwhile
+      htmx.ajax("GET", row.querySelector("a.row-link").getAttribute("href"), { target: card, swap: "outerHTML" });
     }
   }
 
-  // The queue's re-read lists the pending calls: cards there before it was sent that it does not list were decided.
-  function prune(listed) {
-    var ids = listed.dataset.calls.split(" ");
-    rereadFrom.forEach(function (card) {
-      if (card.isConnected && card.dataset.pending === "1" && ids.indexOf(card.dataset.callId) < 0) {
-        gone.add(roundOf(card));
-        leaveQueue(card);
-      }
-    });
-    rereadFrom = [];
+  function shown(change) { // the number of calls the list says it shows
+    var count = document.getElementById("queue-shown");
+    if (!count) return;
+    var n = Math.max(0, parseInt(count.dataset.count || "0", 10) + change);
+    count.dataset.count = n;
+    count.textContent = n;
   }
 
-  // A call you decided shows you the outcome, then leaves the queue; you go on to the next.
+  function removeRow(row) { leaving(row); row.remove(); shown(-1); }
+
+  // Would a new call be in this list? The list says what it was filtered by (tool, tier, agent, group, mine)
+  // and the row has those; search and "near deadline" cannot be told here.
+  function fits(row) {
+    var asked = queue().dataset;
+    var ok = ["tool", "tier", "agent", "group"].every(function (name) { return !asked[name] || asked[name] === row.dataset[name]; });
+    return ok && !(asked.mine && row.dataset.canDecide === "0");
+  }
+
+  function insert(list, row) {
+    if (!fits(row)) return;
+    if (list.dataset.liveInsert === "1") { // the whole queue, oldest first: a new call goes at the end
+      htmx.swap(list, row.outerHTML, { swapStyle: "beforeend" });
+      shown(1);
+      return;
+    }
+    var bar = document.getElementById("queue-new"); // sorted, filtered or paged: say so, and let the reviewer reload
+    if (!bar || bar.dataset[row.dataset.callId]) return;
+    bar.dataset[row.dataset.callId] = "1";
+    var n = bar.querySelector(".n");
+    n.textContent = parseInt(n.textContent, 10) + 1;
+    bar.hidden = false;
+  }
+
+  // A pushed row lands in #live-queue: it updates the list in place (one row in, out or changed) and any card of it.
+  function land(detail) {
+    var fresh = detail.fragment.firstElementChild;
+    detail.shouldSwap = false;
+    if (!fresh || !fresh.matches("li.qrow")) return;
+    var id = fresh.dataset.callId, pending = fresh.dataset.pending === "1";
+    if (pending && gone.has(roundOf(fresh))) return; // older than what this page knows
+    if (!pending) { gone.add(roundOf(fresh)); announced.add(id); }
+    follow(fresh);
+    var row = document.getElementById(fresh.id), list = queue();
+    var card = document.getElementById("call-" + id);
+    if (row && pending) {
+      fresh.classList.toggle("selected", row.classList.contains("selected"));
+      htmx.swap(row, fresh.outerHTML, { swapStyle: "outerHTML" });
+    } else if (row && card && pane() && pane().contains(card)) {
+      row.classList.add("decided"); row.dataset.pending = "0"; // open in the pane: it stays until the reviewer moves on
+      if (!card.classList.contains("decided-elsewhere")) return;
+      leftNow.add(id);
+    } else if (row) {
+      removeRow(row);
+      leftNow.add(id);
+    } else if (pending && list) {
+      insert(list, fresh);
+    }
+  }
+
+  // A call you decided in the pane shows you the outcome, then its row leaves; keys.js opens the next one.
   function decidedByYou(card) {
-    leaving(card);
-    setTimeout(function () { var now = document.getElementById(card.id); if (now && inQueue(now)) leaveQueue(now); }, LEAVE_AFTER);
+    var row = document.getElementById("row-" + card.dataset.callId);
+    if (!row) return;
+    row.dataset.pending = "0";
+    card.dispatchEvent(new CustomEvent("reviewhub:decided", { bubbles: true, detail: { row: row } }));
+    setTimeout(function () { if (row.isConnected) removeRow(row); }, LEAVE_AFTER);
+  }
+
+  // The list re-read from the database (socket (re)opened, or a poll), or a card loaded in the pane: mark its row.
+  function reread() {
+    var card = pane() && pane().querySelector("article.call");
+    var row = card && document.getElementById("row-" + card.dataset.callId);
+    if (row) row.classList.add("selected");
   }
 
   // --- telling the reviewer ---------------------------------------------------------
@@ -131,8 +178,8 @@
     var shown = new Notification("New call to review", { body: note.querySelector(".what").textContent, tag: "call-" + id });
     shown.onclick = function () {
       window.focus();
-      var card = document.getElementById("call-" + id);
-      if (card) card.focus(); else location.href = note.href;
+      var row = document.getElementById("row-" + id);
+      if (row) row.querySelector("a.row-link").click(); else location.href = note.href;
       shown.close();
     };
   }
@@ -186,20 +233,24 @@
     else if (detail.target.matches("article.call") && !mayReplace(detail.target, detail.fragment.firstElementChild)) detail.shouldSwap = false;
   });
 
-  document.addEventListener("htmx:beforeRequest", function (event) {
-    if (event.detail.elt.id === "queue-reread") rereadFrom = Array.from(document.querySelectorAll('#queue article.call[data-pending="1"]'));
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail.target;
+    if (!target.dataset || target.dataset.rereading !== "1") return;
+    delete target.dataset.rereading;
+    if (working(target) || target.dataset.pending !== "1" || target.classList.contains("decided-elsewhere")) event.detail.shouldSwap = false;
   });
 
   document.addEventListener("htmx:load", function (event) {
     var el = event.detail.elt;
     if (el.id === "queue-count") syncTitle();
-    else if (el.id === "queue-pending") prune(el);
+    else if (el.id === "queue-main") reread();
     else if (el.matches(".toast")) setTimeout(function () { el.remove(); }, 6000);
-    else if (el.matches('article.call[data-pending="0"]')) { gone.add(roundOf(el)); if (inQueue(el)) decidedByYou(el); }
+    else if (el.matches('article.call[data-pending="0"]')) { gone.add(roundOf(el)); if (pane() && pane().contains(el)) decidedByYou(el); }
+    else if (el.matches("article.call") && pane() && pane().contains(el)) reread();
   });
 
   document.addEventListener("DOMContentLoaded", function () {
-    document.querySelectorAll("article.call").forEach(function (card) { announced.add(card.dataset.callId); });
+    document.querySelectorAll("article.call, li.qrow").forEach(function (el) { announced.add(el.dataset.callId); });
     initNotifications();
   });
 })();
