@@ -45,6 +45,7 @@ class Model:
 def steps(monkeypatch):
     """The statements each step sent: the SQL between one model turn and the next, for a run of STEPS steps."""
     monkeypatch.setitem(registry._tools, ECHO.name, ECHO)
+    monkeypatch.setitem(registry._allowed, "support", (*registry.allowed("support"), ECHO.name))
     model = Model()
     monkeypatch.setattr(llm, "complete", model)
     run = services.run_create(agent="support", request="Take notes.")
