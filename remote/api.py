@@ -18,7 +18,7 @@ from . import http, services, waiting
 from .models import DeclaredTool
 from .schemas import CallIn, CallOut, ClaimIn, ClaimOut, ErrorOut, ResultIn, ToolIn, ToolOut, WebhookIn, WebhookOut
 from .serialize import call_json
-from .services.calls import agent_call
+from .services.calls import agent_call, call_refusal
 
 api = NinjaAPI(
     title="ReviewHub agent API",
@@ -55,6 +55,8 @@ def tool_declare(request, payload: ToolIn, name: str = Path(..., pattern=r"^[A-Z
 @api.post("/calls", response={200: CallOut, 201: CallOut, **ERRORS}, summary="Propose a call")
 def call_propose(request, payload: CallIn):
     call, created = services.call_propose(agent=request.agent, proposal=payload.model_dump())
+    if refusal := call_refusal(call):
+        raise refusal
     return (201 if created else 200), call_json(_reread(request, call.pk), request)
 
 

@@ -74,24 +74,25 @@ def _declared(agent: RemoteAgent, name: str, arguments: dict) -> DeclaredTool:
     return tool
 
 
-def _refused(call: ToolCall) -> None:
-    """A call the gate refused (a rule forbids it) is in the trail, and the agent gets a 422 saying why."""
+def call_refusal(call: ToolCall) -> Invalid | None:
+    """For a call the gate refused (a rule forbids it): the 422 the agent gets. It is in the trail all the same,
+    so the API raises it after the proposal's commit."""
     if call.status in (ToolCall.Status.FORBIDDEN, ToolCall.Status.INVALID):
-        raise Invalid(call.output, {"tool": [call.output]})
+        return Invalid(call.output, {"tool": [call.output]})
+    return None
 
 
 @transaction.atomic
 def call_propose(*, agent: RemoteAgent, proposal: dict) -> tuple[ToolCall, bool]:
     """Propose a call (thread_id, tool, arguments, reasoning, user_request, facts, idempotency_key).
 
-    Returns the call and whether it is new. The same key with the same body returns the same call;
+    Returns the call and whether it is new (a call the gate refused: see call_refusal). The same key with the same body returns the same call;
     with another body, 409. Arguments failing the declared schema: 422 naming the field, nothing stored.
     """
     RemoteAgent.objects.select_for_update().get(pk=agent.pk)  # proposals of one agent one at a time
     request_hash = args_hash(canonical_json(proposal))
     existing = _existing(agent, proposal["idempotency_key"], request_hash)
     if existing is not None:
-        _refused(existing)
         return existing, False
     tool = _declared(agent, proposal["tool"], proposal["arguments"])
     run = _thread_run(agent, proposal["thread_id"], proposal["user_request"])
@@ -113,7 +114,6 @@ def call_propose(*, agent: RemoteAgent, proposal: dict) -> tuple[ToolCall, bool]
     )
     status = Run.Status.WAITING if call.status == ToolCall.Status.PENDING else Run.Status.RUNNING
     services.run_set_status(run=run, status=status)
-    _refused(call)
     call.refresh_from_db()
     return call, True
 
