@@ -9,7 +9,7 @@ from django.test import Client
 from remote.models import AgentToken, RemoteAgent
 from remote.tokens import token_revoke
 
-from .agentapi import PROPOSAL, agent, other_agent, refund_agent  # noqa: F401 (fixtures)
+from .agentapi import PROPOSAL
 
 
 def test_create_agent_token_prints_a_token_once_and_stores_only_its_digest(db):

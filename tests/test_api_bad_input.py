@@ -7,7 +7,7 @@ import pytest
 from approvals.models import Run, ToolCall
 from remote.models import DeclaredTool
 
-from .agentapi import PROPOSAL, REFUND_TOOL, agent, refund_agent  # noqa: F401 (fixtures)
+from .agentapi import PROPOSAL, REFUND_TOOL
 
 
 def nested(depth: int):

@@ -6,7 +6,7 @@ from approvals import access, services
 from approvals.models import AuditEvent, Decision, PolicyRule, Run, ToolCall
 from remote.models import RemoteCall
 
-from .agentapi import PROPOSAL, agent, other_agent, refund_agent  # noqa: F401 (fixtures)
+from .agentapi import PROPOSAL
 
 
 def test_a_proposal_becomes_a_pending_call_in_the_run_of_its_thread(refund_agent):

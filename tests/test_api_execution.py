@@ -12,7 +12,7 @@ from django.utils import timezone
 from approvals import services
 from approvals.models import AuditEvent, ToolCall
 
-from .agentapi import AgentClient, agent, refund_agent  # noqa: F401 (fixtures)
+from .agentapi import AgentClient
 from .support import resumed
 
 

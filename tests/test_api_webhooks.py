@@ -10,12 +10,10 @@ from standardwebhooks.webhooks import Webhook as Verifier
 
 from approvals import services
 from approvals.models import ToolCall
-from remote import tasks, targets
+from remote import targets, tasks
 from remote.models import Webhook, WebhookDelivery
 from remote.services import delivery_attempt
 from remote.services.webhooks import ATTEMPTS, BACKOFF
-
-from .agentapi import agent, refund_agent  # noqa: F401 (fixtures)
 
 
 class Receiver(BaseHTTPRequestHandler):

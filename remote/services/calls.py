@@ -86,8 +86,9 @@ def call_refusal(call: ToolCall) -> Invalid | None:
 def call_propose(*, agent: RemoteAgent, proposal: dict) -> tuple[ToolCall, bool]:
     """Propose a call (thread_id, tool, arguments, reasoning, user_request, facts, idempotency_key).
 
-    Returns the call and whether it is new (a call the gate refused: see call_refusal). The same key with the same body returns the same call;
-    with another body, 409. Arguments failing the declared schema: 422 naming the field, nothing stored.
+    Returns the call and whether it is new (a call the gate refused: see call_refusal). The same key with
+    the same body returns the same call; with another body, 409. Arguments failing the declared schema:
+    422 naming the field, nothing stored.
     """
     RemoteAgent.objects.select_for_update().get(pk=agent.pk)  # proposals of one agent one at a time
     request_hash = args_hash(canonical_json(proposal))
