@@ -215,3 +215,24 @@ def test_a_remote_call_resolves_to_its_declared_tool_version(agent):
 
     assert tool.render_description(tool.parse(call.arguments)) == "Refund $490 on order A-1001"
     assert RemoteCall.objects.get(pk=call.pk).tool.version == 1
+
+
+def test_a_policy_rule_for_a_remote_tool_can_be_made_in_the_admin(refund_agent, django_user_model):
+    admin = Client()
+    admin.force_login(django_user_model.objects.create_superuser("root"))
+    rule = {
+        "name": "Small ones run",
+        "tool_name": "support-bot.issue_refund",
+        "field": "amount",
+        "operator": "<=",
+        "value": "20",
+        "outcome": "run",
+        "required_approvals": 1,
+        "order": 0,
+        "enabled": "on",
+    }
+
+    response = admin.post("/admin/approvals/policyrule/add/", rule)
+
+    assert response.status_code == 302, response.content.decode()[:3000]
+    assert refund_agent.propose(arguments={"order_id": "A-1", "amount": 5})["status"] == "approved"
