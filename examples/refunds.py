@@ -9,12 +9,14 @@ and the command line:
 like `resume`); `resume`, in this process or any other, waits for the decisions, resumes the framework's run
 from its own persistence, executes each approved call once, and prints the agent's final answer. Settings come
 from --options or the environment: REVIEWHUB_URL, REVIEWHUB_TOKEN, OPENAI_BASE_URL (the scripted model's
-`/v1`), EXAMPLE_DATA (a folder for the example's files)."""
+`/v1`), EXAMPLE_DATA (a folder for the example's files), EXAMPLE_PAYMENT_SECONDS (how long the pretend payment
+provider takes to refund; 0 by default)."""
 
 import argparse
 import json
 import os
 import sqlite3
+import time
 from contextlib import closing
 from pathlib import Path
 
@@ -43,6 +45,7 @@ class Shop:
             conn.execute("create table if not exists refunds (order_id text, amount real, reason text, pid integer)")
 
     def refund(self, order_id: str, amount: float, reason: str) -> str:
+        time.sleep(float(os.environ.get("EXAMPLE_PAYMENT_SECONDS") or 0))  # the payment provider at work
         with closing(sqlite3.connect(self.path, timeout=30)) as conn, conn:
             conn.execute("insert into refunds values (?, ?, ?, ?)", (order_id, amount, reason, os.getpid()))
         return f"Refunded ${amount:.2f} on order {order_id}."

@@ -29,7 +29,9 @@ class Example:
         data.mkdir(parents=True, exist_ok=True)
         self.env = {k: v for k, v in os.environ.items() if k not in OUTSIDE}
         self.env |= {"REVIEWHUB_URL": hub_url, "REVIEWHUB_TOKEN": token, "OPENAI_BASE_URL": model_url}
-        self.env |= {"EXAMPLE_DATA": str(data), "OPENAI_API_KEY": "unused"}
+        # A refund that takes a second, as a payment provider's would: two resumers are then both inside the
+        # tool step at once, as they would be in every trial without the execution claim.
+        self.env |= {"EXAMPLE_DATA": str(data), "OPENAI_API_KEY": "unused", "EXAMPLE_PAYMENT_SECONDS": "1"}
 
     def spawn(self, *args: str) -> subprocess.Popen:
         return subprocess.Popen(

@@ -8,6 +8,7 @@ import signal
 import urllib.request
 
 import pytest
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.core.management import call_command
 from django.db import connection
 from reviewhub_client import ReviewHub
@@ -56,6 +57,10 @@ def example(request, servers, token, tmp_path) -> Example:
 
 @pytest.fixture
 def alice(servers, reviewer) -> Reviewer:
+    """alice, logged in through the login form of the server, whose settings hash passwords as production does."""
+    hasher = PBKDF2PasswordHasher()
+    reviewer.password = hasher.encode("pw-alice", hasher.salt())
+    reviewer.save(update_fields=["password"])
     return Reviewer(servers["hub"], "alice", "pw-alice")
 
 
