@@ -5,7 +5,7 @@ register them when Django starts; approvals/ reads the registry to validate,
 describe, gate and execute calls.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +13,10 @@ from pydantic import BaseModel, ValidationError
 
 from . import storable
 from .models import Tier
+
+# What a reviewer may do with a call: approve it, edit and approve it, reject it with a reason, or
+# reject it and tell the agent what to do instead. A tool may offer fewer (a remote agent declares which).
+DECISIONS = ("approve", "edit", "reject", "respond")
 
 
 class ToolError(Exception):
@@ -46,6 +50,8 @@ class Tool:
     # Argument names whose values tell calls of this tool apart at a glance (an amount, an order, a
     # recipient): the columns of the reviewer's triage list and of the admin's call list.
     key_fields: tuple[str, ...] = field(default_factory=tuple)
+    # Which decisions reviewers are offered (and the services accept) for this tool's calls.
+    decisions: tuple[str, ...] = DECISIONS
 
     def key_values(self, arguments: dict | None) -> list[tuple[str, object]]:
         """This call's key fields as (name, value) pairs, in declared order, those present only."""
@@ -136,8 +142,30 @@ def field_errors(exc: ValidationError) -> dict[str, list[str]]:
 
 
 class Registry:
+    """The tools ReviewHub's own agents use, by name; and, for runs advanced elsewhere, where their tools are.
+
+    A run advanced by a remote agent never uses these tools: its calls' tools come from the
+    source registered for it (remote/ adds one that reads the agent's declared tools).
+    """
+
     def __init__(self):
         self._tools: dict[str, Tool] = {}
+        self._sources: dict[str, Callable] = {}
+
+    def add_source(self, advanced_by: str, source: Callable) -> None:
+        """source(call) -> the tool of a call in a run advanced by `advanced_by`, or None if it has none."""
+        self._sources[advanced_by] = source
+
+    def for_call(self, call) -> Tool | None:
+        """The tool of this call: a registered tool for local runs; the run's own source's for others."""
+        advanced_by = call.run.advanced_by
+        if advanced_by == "local":
+            return self.get(call.tool_name)
+        source = self._sources.get(advanced_by)
+        return source(call) if source else None
+
+    def source_names(self) -> Iterable[str]:
+        return self._sources.keys()
 
     def register(self, tool: Tool) -> Tool:
         self._tools[tool.name] = tool

@@ -8,6 +8,7 @@ from agents import demo_data, loop, model_server
 from approvals import services
 from approvals.models import Message, Run
 from tests import stack, support
+from tests.agentapi import agent, other_agent, refund_agent  # noqa: F401 (the agent API's fixtures)
 
 
 class ScriptedModel:

@@ -47,6 +47,8 @@ class ToolCall(models.Model):
     # After a reviewer's edit: the description of the edited call (description stays the model's proposal).
     edited_description = models.TextField(blank=True)
     facts = models.JSONField(default=dict, blank=True)
+    # Facts a remote agent's own code fetched and sent with its proposal: shown as the agent's, apart from ours.
+    agent_facts = models.JSONField(default=dict, blank=True)
     reasoning = models.TextField(blank=True)
     user_request = models.TextField(blank=True)
     expires_at = models.DateTimeField(null=True, blank=True, db_index=True)

@@ -131,11 +131,13 @@ def toolcall_execute(*, call: ToolCall) -> bool:
     again: a call that policy now forbids or wants more approvals for, or whose
     material facts changed, does not run and goes back to the queue.
     """
+    if call.run.is_remote:
+        return False  # its agent executes it, through the agent API's claim and report
     retake = call.status == ToolCall.Status.EXECUTING
     if not toolcall_claim(call=call):
         return False
     call.refresh_from_db()
-    tool, arguments = registry.get(call.tool_name), call.approved_arguments
+    tool, arguments = registry.for_call(call), call.approved_arguments
     decision = call.final_decision()
     # What runs must be what was approved: same tool, same argument hash.
     expected_hash = decision.arguments_hash if decision else call.arguments_hash

@@ -134,10 +134,11 @@ def _gate(run: Run, message: Message, proposed: ProposedCall, problem: str) -> T
 
 def _admit(call: ToolCall):
     """The tool exists, may be offered, and its arguments pass the schema and the draft check."""
-    tool = registry.get(call.tool_name)
+    tool = registry.for_call(call)
     if tool is None:
         known = ", ".join(t.name for t in registry.all() if t.tier != Tier.FORBIDDEN)
-        output = f"Error: there is no tool named {call.tool_name!r}. Available tools: {known}."
+        available = "" if call.run.is_remote else f" Available tools: {known}."
+        output = f"Error: there is no tool named {call.tool_name!r}.{available}"
         raise _Refused(ToolCall.Status.INVALID, "invalid", output)
     call.tier = tool.tier
     if tool.tier == Tier.FORBIDDEN:
