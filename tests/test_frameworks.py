@@ -86,9 +86,10 @@ def test_an_edit_to_49_resumes_two_waiting_processes_at_once_and_refunds_49_once
 
 def test_a_rejection_reaches_the_frameworks_model_as_the_tool_result(example, alice, servers):
     reason = f"The order total is $49, not $490 ({example.script.stem})."
-    [call] = example.run("start", "rejected", REQUEST)["calls"]
+    waiting = example.spawn("start", "rejected", REQUEST, "--wait")  # proposes, then waits for the decision
+    [call] = json.loads(waiting.stdout.readline())["calls"]
     alice.reject(call["url"], reason)
-    output = example.run("resume", "rejected")["output"]
+    output = example.finish(waiting)["output"]
     assert reason in output and example.refunds() == []
     tool_results = [m.get("content") for r in model_requests(servers) for m in r["messages"] if m.get("role") == "tool"]
     assert any(reason in str(content) for content in tool_results)
