@@ -201,3 +201,11 @@ def test_reviewhub_decisions_become_langchain_and_pydantic_ai_decisions(client, 
     assert to_langchain(responded) == {"type": "respond", "message": "Ask for a photo first."}
     assert to_pydantic_ai(edited) == ToolApproved(override_args={**REFUND, "amount": 49})
     assert to_pydantic_ai(rejected) == ToolDenied("Rejected by reviewer: No.")
+
+
+def test_a_call_with_a_status_and_fields_this_client_does_not_know_still_reads():
+    call = {"id": 7, "tool": "issue_refund", "arguments": REFUND, "status": "undone", "shiny_new_field": [1]}
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, json=call))
+    with ReviewHub("http://hub.test", "rh_x", transport=transport) as client:
+        read = client.call(7)
+    assert read.status == "undone" and read.decision is None and not read.pending

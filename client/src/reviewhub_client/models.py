@@ -8,11 +8,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Tier = Literal["read_only", "reversible", "approval", "forbidden"]
-Verdict = Literal["approve", "edit", "reject", "respond", "expire"]
-Status = Literal["pending", "approved", "rejected", "expired", "cancelled", "executing", "executed", "failed"]
+# A newer server may add statuses or verdicts: they are read as plain strings, these are the ones known today.
+VERDICTS = ("approve", "edit", "reject", "respond", "expire")
+STATUSES = ("pending", "approved", "rejected", "expired", "cancelled", "executing", "executed", "failed")
 
-#: Statuses after which the call will not run unless someone claims it (approved) or that are final.
-SETTLED = frozenset({"approved", "rejected", "expired", "cancelled", "executing", "executed", "failed"})
 DONE = frozenset({"executed", "failed"})
 
 
@@ -42,7 +41,7 @@ class Change(_Model):
 class Decision(_Model):
     """A reviewer's (or the policy's) decision: what to execute, or why not."""
 
-    verdict: Verdict
+    verdict: str
     arguments: dict[str, Any] | None = None
     changes: list[Change] = Field(default_factory=list)
     reason: str = ""
@@ -76,8 +75,9 @@ class Call(_Model):
     id: int
     thread_id: str = ""
     tool: str
+    tool_version: int | None = None
     arguments: dict[str, Any] = Field(default_factory=dict)
-    status: Status
+    status: str
     decision: Decision | None = None
     result: Result | None = None
     created_at: datetime | None = None
