@@ -5,16 +5,19 @@ as its own processes against ReviewHub (uvicorn on the test database) and the sc
 import json
 import os
 import signal
+import threading
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.core.management import call_command
 from django.db import connection
-from reviewhub_client import ReviewHub
+from reviewhub_client import ReviewHub, WebhookInvalid, verify_webhook
 
 from .frameworks import FRAMEWORKS, REQUEST, Example, Reviewer
 from .stack import Processes, free_port, production_env, start_asgi, wait_for_http
+from .waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
@@ -28,7 +31,8 @@ def servers(django_db_setup):
         pytest.skip("PostgreSQL is not reachable: the server under test shares the test database.")
     model_port, hub_port = free_port(), free_port()
     model_url = f"http://127.0.0.1:{model_port}/v1"
-    processes = Processes(production_env(connection.settings_dict["NAME"], "", model_url, "unused"))
+    env = production_env(connection.settings_dict["NAME"], "", model_url, "unused")
+    processes = Processes(env | {"REVIEWHUB_WEBHOOK_ALLOW_PRIVATE": "1"})  # webhooks to a receiver on 127.0.0.1
     try:
         model = processes.start("-m", "agents.model_server", "--port", str(model_port), log_name="model-frameworks")
         wait_for_http(model_url + "/models", process=model)
@@ -104,3 +108,39 @@ def test_a_process_killed_while_waiting_resumes_from_its_own_persistence_and_ref
     output = example.run("resume", "killed")["output"]
     assert "Refunded $49.00 on order A-1001." in output
     assert example.refunds() == [("A-1001", 49.0)]
+
+
+class Receiver(BaseHTTPRequestHandler):
+    received: list[tuple[dict, bytes]] = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        Receiver.received.append((dict(self.headers), body))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_decision_reaches_the_client_as_a_webhook_it_verifies(servers, token, alice):
+    Receiver.received = []
+    receiver = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    fields = {"order_id": {"type": "string"}, "amount": {"type": "number"}, "reason": {"type": "string"}}
+    schema = {"type": "object", "properties": fields, "required": list(fields), "additionalProperties": False}
+    try:
+        with ReviewHub(servers["hub"], token) as hub:
+            hook = hub.add_webhook(f"http://127.0.0.1:{receiver.server_address[1]}/hook")
+            hub.declare_tool("issue_refund", input_schema=schema)
+            arguments = {"order_id": "A-1001", "amount": 490, "reason": "Item arrived damaged"}
+            call = hub.propose(thread_id="hooked", tool="issue_refund", arguments=arguments, idempotency_key="h-1")
+            alice.edit(call.url, EDITED)
+            [(headers, body)] = wait_for(lambda: Receiver.received, timeout=60)
+    finally:
+        receiver.shutdown()
+    event = verify_webhook(body, headers, hook.secret)
+    assert event.type == "call.decided" and event.data.id == call.id
+    assert event.data.decision.verdict == "edit" and event.data.decision.arguments["amount"] == 49
+    with pytest.raises(WebhookInvalid):
+        verify_webhook(body.replace(b"49", b"94"), headers, hook.secret)
