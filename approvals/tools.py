@@ -151,6 +151,7 @@ class Registry:
     def __init__(self):
         self._tools: dict[str, Tool] = {}
         self._sources: dict[str, Callable] = {}
+        self._catalogs: list[Callable[[], Iterable[Tool]]] = []
 
     def add_source(self, advanced_by: str, source: Callable) -> None:
         """source(call) -> the tool of a call in a run advanced by `advanced_by`, or None if it has none."""
@@ -164,8 +165,16 @@ class Registry:
         source = self._sources.get(advanced_by)
         return source(call) if source else None
 
-    def source_names(self) -> Iterable[str]:
-        return self._sources.keys()
+    def add_catalog(self, catalog: Callable[[], Iterable[Tool]]) -> None:
+        """catalog() -> the current tools declared elsewhere (a remote agent's), for choosing in rules and settings."""
+        self._catalogs.append(catalog)
+
+    def declared(self) -> list[Tool]:
+        """Every tool a rule or a setting may name: ours, and those declared elsewhere."""
+        return self.all() + [tool for catalog in self._catalogs for tool in catalog()]
+
+    def named(self, name: str) -> Tool | None:
+        return self.get(name) or next((tool for tool in self.declared() if tool.name == name), None)
 
     def register(self, tool: Tool) -> Tool:
         self._tools[tool.name] = tool

@@ -1,12 +1,13 @@
 """The admin of remote agents: identities, tokens (by prefix; revoke), declared tools, webhooks and their log."""
 
+from django import forms
 from django.contrib import admin, messages
 
 from approvals.access import may_act
 from approvals.admin_filters import RefuseUnstorableQuery
 from approvals.auditors import AuditorsOnlyLook
 
-from . import services
+from . import services, targets
 from .models import AgentToken, DeclaredTool, RemoteAgent, Webhook, WebhookDelivery
 from .tokens import token_revoke
 
@@ -49,11 +50,26 @@ class DeclaredToolAdmin(ReadOnly):
     search_fields = ["name"]
 
 
+class WebhookForm(forms.ModelForm):
+    class Meta:
+        model = Webhook
+        fields = ["agent", "url", "active"]
+
+    def clean_url(self):
+        url = self.cleaned_data["url"]
+        if self.instance.pk is None:
+            try:
+                targets.resolve(url)
+            except targets.TargetRefused as exc:
+                raise forms.ValidationError(str(exc))
+        return url
+
+
 @admin.register(Webhook)
 class WebhookAdmin(RefuseUnstorableQuery, AuditorsOnlyLook, admin.ModelAdmin):
+    form = WebhookForm
     list_display = ["url", "agent", "active", "created_at"]
     list_filter = ["agent", "active"]
-    fields = ["agent", "url", "active"]
 
     def get_readonly_fields(self, request, obj=None):
         return ["agent", "url"] if obj else []
@@ -61,12 +77,8 @@ class WebhookAdmin(RefuseUnstorableQuery, AuditorsOnlyLook, admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         if change:
             return super().save_model(request, obj, form, change)
-        try:
-            hook, secret = services.webhook_create(agent=obj.agent, url=obj.url)
-        except services.Invalid as exc:
-            messages.error(request, exc.detail)
-            return
-        obj.pk = hook.pk
+        hook, secret = services.webhook_create(agent=obj.agent, url=obj.url)
+        obj.pk, obj.secret, obj.created_at = hook.pk, hook.secret, hook.created_at
         messages.warning(request, f"The signing secret of this webhook, shown once: {secret}")
 
 

@@ -177,3 +177,9 @@ def tool_for_call(call) -> DeclaredToolAdapter | None:
         DeclaredTool.objects.filter(agent=thread.agent, name=name, current=True).values_list("pk", flat=True).first()
     )
     return _adapter(tool_pk) if tool_pk is not None else None
+
+
+def current_tools() -> list[DeclaredToolAdapter]:
+    """Every agent's current declarations, as tools (the admin's rules and settings offer them by name)."""
+    tools = DeclaredTool.objects.filter(current=True).select_related("agent").order_by("agent__name", "name")
+    return [_cached(tool.pk, tool.created_at) for tool in tools]

@@ -37,7 +37,7 @@ class ToolIn(In):
     input_schema: dict[str, Any]
     tier: TierName
     description_template: str = Field("", max_length=2_000)
-    decisions: list[DecisionName] = Field(default_factory=lambda: list(DECISIONS), max_length=4)
+    decisions: list[DecisionName] = Field(default_factory=lambda: list(DECISIONS), min_length=1, max_length=4)
     key_fields: list[str] = Field(default_factory=list, max_length=20)
 
 

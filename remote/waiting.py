@@ -71,6 +71,8 @@ async def _listen() -> None:
 def _ensure_listener(loop: asyncio.AbstractEventLoop) -> None:
     if not settings.REDIS_URL:
         return
+    for stale in [other for other in _listeners if other.is_closed()]:
+        del _listeners[stale]
     task = _listeners.get(loop)
     if task is None or task.done():
         _listeners[loop] = loop.create_task(_listen())

@@ -157,3 +157,15 @@ def test_of_many_simultaneous_claims_exactly_one_wins(require_postgres, roles, d
 
     assert sorted(results) == [False] * 11 + [True]
     assert AuditEvent.objects.filter(tool_call=call, kind="executing").count() == 1
+
+
+def test_the_run_page_shows_a_call_flagged_as_never_reported(approved, reviewer, settings):
+    settings.REMOTE_REPORT_SECONDS = 600
+    _, call = approved
+    services.sweep_apply(now=timezone.now() + timedelta(seconds=700))
+    client = Client()
+    client.force_login(reviewer)
+
+    page = client.get(f"/runs/{ToolCall.objects.get(pk=call['id']).run_id}/").content.decode()
+
+    assert "the agent has not reported a result in time" in page

@@ -12,6 +12,7 @@ from approvals.models import ToolCall
 from remote import waiting
 
 from .agentapi import AgentClient
+from .settings import reachable
 from .waiting import wait_for
 
 
@@ -69,3 +70,42 @@ def test_a_long_poll_that_times_out_returns_the_pending_call(roles):
     answer = agent.get(f"/calls/{call['id']}?wait=0.2").json()
 
     assert answer["status"] == "pending" and answer["decision"] is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_redis_a_decision_wakes_the_long_poll_through_pub_sub(roles, django_user_model, settings):
+    if not reachable("127.0.0.1", 6379):
+        pytest.skip("Redis is not reachable on 127.0.0.1:6379: this test needs it.")
+    settings.REDIS_URL = settings.REDIS_TEST_URL
+    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120
+    published = []
+    original = waiting._wake_here
+    agent = AgentClient("poller")
+    agent.declare()
+    reviewer = django_user_model.objects.create_user("alice")
+    reviewer.groups.add(*Group.objects.filter(name="reviewers"))
+    call = ToolCall.objects.get(pk=agent.propose()["id"])
+    answers: list = []
+
+    def heard(call_ids):  # what the listener hears from Redis
+        published.append(list(call_ids))
+        original(call_ids)
+
+    waiting._wake_here = heard
+    try:
+        thread = _poll_in_thread(agent.token, call.pk, answers)
+        assert wait_for(lambda: call.pk in waiting._waiters and waiting._listeners)
+        assert wait_for(lambda: _subscribed(settings.REDIS_TEST_URL)), "the listener never subscribed"
+        services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+        thread.join(90)
+    finally:
+        waiting._wake_here = original
+
+    assert answers and answers[0]["status"] == "approved"
+    assert any(call.pk in ids for ids in published)  # it came through Redis, not from this process directly
+
+
+def _subscribed(url: str) -> bool:
+    import redis
+
+    return bool(redis.Redis.from_url(url).pubsub_numsub(waiting.CHANNEL)[0][1])

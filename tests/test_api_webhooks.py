@@ -199,3 +199,24 @@ def test_a_target_that_turned_private_is_not_sent_to(
     assert receiver[1].received == []
     delivery.refresh_from_db()
     assert "refused" in delivery.last_error
+
+
+def test_the_admin_adds_a_webhook_showing_its_secret_once_and_refuses_a_private_target(
+    agent, settings, django_user_model
+):
+    admin = Client()
+    admin.force_login(django_user_model.objects.create_superuser("root"))
+    settings.REVIEWHUB_WEBHOOK_ALLOW_PRIVATE = False
+
+    refused = admin.post(
+        "/admin/remote/webhook/add/", {"agent": agent.agent.pk, "url": "http://10.0.0.1/h", "active": "on"}
+    )
+    assert refused.status_code == 200 and not Webhook.objects.exists()
+    settings.REVIEWHUB_WEBHOOK_ALLOW_PRIVATE = True
+    added = admin.post(
+        "/admin/remote/webhook/add/", {"agent": agent.agent.pk, "url": "http://10.0.0.1/h", "active": "on"}, follow=True
+    )
+
+    secret = Webhook.objects.get().secret
+    assert secret in added.content.decode()
+    assert secret not in admin.get(f"/admin/remote/webhook/{Webhook.objects.get().pk}/change/").content.decode()

@@ -36,7 +36,8 @@ def execution_key(call: ToolCall) -> str:
 
 
 def _thread_run(agent: RemoteAgent, thread_id: str, user_request: str) -> Run:
-    thread = Thread.objects.filter(agent=agent, thread_id=thread_id).select_related("run").first()
+    threads = Thread.objects.filter(agent=agent, thread_id=thread_id, run__in=access.agent_runs(agent.user))
+    thread = threads.select_related("run").first()
     if thread is not None:
         return thread.run
     run = services.run_create(
