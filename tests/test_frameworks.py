@@ -1,6 +1,6 @@
 """The three frameworks for real (LangGraph/LangChain, the OpenAI Agents SDK, Pydantic AI): each example runs
 as its own processes against ReviewHub (uvicorn on the test database) and the scripted model server
-(`python -m agents.model_server`), both real processes; a reviewer decides through the call page's forms."""
+(`python manage.py model_server`), both real processes; a reviewer decides through the call page's forms."""
 
 import json
 import os
@@ -34,7 +34,7 @@ def servers(django_db_setup):
     env = production_env(connection.settings_dict["NAME"], "", model_url, "unused")
     processes = Processes(env | {"REVIEWHUB_WEBHOOK_ALLOW_PRIVATE": "1"})  # webhooks to a receiver on 127.0.0.1
     try:
-        model = processes.start("-m", "agents.model_server", "--port", str(model_port), log_name="model-frameworks")
+        model = processes.start("manage.py", "model_server", "--port", str(model_port), log_name="model-frameworks")
         wait_for_http(model_url + "/models", process=model)
         start_asgi(processes, hub_port)
         yield {"hub": f"http://127.0.0.1:{hub_port}", "model": model_url}
