@@ -131,10 +131,11 @@ def test_the_call_is_in_the_reviewers_queue_with_the_agents_facts_apart(refund_a
     client = Client()
     client.force_login(reviewer)
 
-    page = client.get("/").content.decode()
+    queue = client.get("/").content.decode()
+    page = client.get(f"/calls/{call['id']}/").content.decode()  # the card the queue's row opens
 
-    assert f'id="call-{call["id"]}"' in page
-    assert "Refund $490 on order A-1001" in page
+    assert f'id="row-{call["id"]}"' in queue and "Refund $490 on order A-1001" in queue
+    assert f'id="call-{call["id"]}"' in page and "Refund $490 on order A-1001" in page
     assert "from the agent's code" in page and "$49.00" in page
 
 
@@ -144,10 +145,10 @@ def test_the_panel_offers_only_the_decisions_the_tool_allows(agent, reviewer):
     client = Client()
     client.force_login(reviewer)
 
-    for path in (f"/calls/{call['id']}/", "/"):  # the call page and the queue
-        page = client.get(path).content.decode()
-        assert "Approve</button>" in page and ">Reject</button>" in page, path
-        assert "Edit…" not in page and ">Respond</button>" not in page, path
+    for headers in ({}, {"HX-Request": "true"}):  # the call page, and its card in the queue's pane
+        page = client.get(f"/calls/{call['id']}/", headers=headers).content.decode()
+        assert "Approve</button>" in page and ">Reject</button>" in page, headers
+        assert "Edit…" not in page and ">Respond</button>" not in page, headers
 
 
 def test_a_decision_the_tool_does_not_allow_is_refused(agent, reviewer):
