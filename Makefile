@@ -3,10 +3,10 @@ PYTHON ?= python3.12
 VENV := .venv
 PY := $(VENV)/bin/python
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt client/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt 2>&1 | grep -v "^WARNING: Location" || true
-	$(PY) -c "import django, channels, celery, openai, playwright"
+	$(PY) -c "import django, channels, celery, openai, playwright, reviewhub_client"
 	touch $@
 
 install: $(VENV)/.installed

@@ -41,6 +41,12 @@ Acting (never an anonymous, inactive or auditor user)
 |                      |           |                | they requested                    |         |           |
 | retry, cancel        | no        | their own runs | own runs, runs they may see       | no      | yes       |
 
+Agents that run elsewhere (the agent API, remote/) act with a token, never a session. A token
+belongs to one agent identity, whose user account is the requester of its runs (so nobody's
+no-self-approval rule is bypassed: that account may never decide). It sees and acts on only
+its own declared tools (agent_tools) and the calls of the runs it requested and advances
+(agent_calls); anything else is answered as if it did not exist (404).
+
 In the admin, Django's model permissions decide, and auditors change nothing there
 either (auditors.AuditorsOnlyLook asks is_auditor). Where a socket may come from
 (its Origin) is reviewhub/origins.py's check; who may open it is decided here.
@@ -170,7 +176,7 @@ def can_decide(user, call: ToolCall) -> tuple[bool, str]:
 def chat_decisions_allowed(call: ToolCall) -> tuple[bool, str]:
     """Whether anyone may decide this call from a chat message: a tool that allows it, a call one approval
     settles, not escalated, whose facts carry no warning. Everything else is decided in ReviewHub."""
-    tool = registry.get(call.tool_name)
+    tool = registry.for_call(call)
     if tool is None or not tool.chat_decisions:
         return False, "This tool's calls are decided in ReviewHub, not in chat."
     if call.required_approvals > 1 or call.escalated_at is not None or call.warning:
@@ -249,6 +255,32 @@ def can_act_on_run(user, run: Run) -> tuple[bool, str]:
     if _requested(user, run) or (is_reviewer(user) and can_see_run(user, run)):
         return True, ""
     return False, "Only the requester of this run or a reviewer who may see it can retry or cancel it."
+
+
+# --- agents that run elsewhere --------------------------------------------------------------------
+
+
+def agent_calls(agent_user, queryset=None):
+    """The calls an agent identity may see and act on through the API: those of runs it requested and advances."""
+    queryset = queryset if queryset is not None else ToolCall.objects.all()
+    if not _logged_in(agent_user):
+        return queryset.none()
+    return queryset.filter(run__requested_by=agent_user, run__advanced_by=Run.AdvancedBy.REMOTE)
+
+
+def agent_runs(agent_user, queryset=None):
+    """The runs (threads) an agent identity may propose into: those it requested and advances."""
+    queryset = queryset if queryset is not None else Run.objects.all()
+    if not _logged_in(agent_user):
+        return queryset.none()
+    return queryset.filter(requested_by=agent_user, advanced_by=Run.AdvancedBy.REMOTE)
+
+
+def agent_tools(agent_user, queryset):
+    """An agent identity's own tool declarations (any model with an `agent` whose `user` is the identity's)."""
+    if not _logged_in(agent_user):
+        return queryset.none()
+    return queryset.filter(agent__user=agent_user)
 
 
 # --- operations -----------------------------------------------------------------------------------

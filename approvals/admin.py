@@ -162,7 +162,7 @@ class ToolCallAdmin(RecordAdmin):
     @admin.display(description="key fields")
     def key_values(self, call):
         """What the call's tool declares tells its calls apart: key arguments, then key facts."""
-        tool = registry.get(call.tool_name)
+        tool = registry.for_call(call)
         if tool is None:
             return ""
         pairs = tool.key_values(call.arguments) + tool.key_facts_values(call.facts)

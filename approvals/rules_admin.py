@@ -10,7 +10,7 @@ from .tools import registry
 
 
 def _tool_choices():
-    return [(tool.name, tool.name) for tool in sorted(registry.all(), key=lambda t: t.name)]
+    return [(tool.name, tool.name) for tool in sorted(registry.declared(), key=lambda t: t.name)]
 
 
 class PolicyRuleForm(forms.ModelForm):
@@ -22,7 +22,7 @@ class PolicyRuleForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
-        tool = registry.get(data.get("tool_name", ""))
+        tool = registry.named(data.get("tool_name", ""))
         field = data.get("field")
         if tool is not None and field:
             known = tool.args_model.model_json_schema().get("properties", {})

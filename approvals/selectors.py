@@ -39,7 +39,7 @@ ROW_FIELDS = (
     "id", "tool_name", "tier", "status", "description", "edited_description", "arguments", "approved_arguments",
     "arguments_hash", "facts", "created_at", "expires_at", "warn_at", "escalated_at", "review_round",
     "required_approvals", "reviewing_until",
-    "run__id", "run__agent", "run__dry_run", "run__requested_by_id",
+    "run__id", "run__agent", "run__dry_run", "run__requested_by_id", "run__advanced_by",
     "review_group__id", "review_group__name", "reviewing_by__id", "reviewing_by__username",
 )  # fmt: skip
 
@@ -117,7 +117,7 @@ def queue_rows(user, wanted: "triage.QueueFilter") -> list[ToolCall]:
 
 def with_key_values(calls: list[ToolCall]) -> list[ToolCall]:
     for call in calls:
-        tool = registry.get(call.tool_name)
+        tool = registry.for_call(call)
         call.key_values = tool.key_values(call.review_arguments) if tool else []
     return calls
 

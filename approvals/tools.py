@@ -16,6 +16,10 @@ from pydantic import BaseModel, ValidationError
 from . import storable
 from .models import Tier
 
+# What a reviewer may do with a call: approve it, edit and approve it, reject it with a reason, or
+# reject it and tell the agent what to do instead. A tool may offer fewer (a remote agent declares which).
+DECISIONS = ("approve", "edit", "reject", "respond")
+
 MASK = "***"
 
 
@@ -73,6 +77,8 @@ class Tool:
     # Argument names whose values tell calls of this tool apart at a glance (an amount, an order, a
     # recipient): the columns of the reviewer's triage list and of the admin's call list.
     key_fields: tuple[str, ...] = field(default_factory=tuple)
+    # Which decisions reviewers are offered (and the services accept) for this tool's calls.
+    decisions: tuple[str, ...] = DECISIONS
     # Fact names shown beside the key fields (the customer a refund goes to, say).
     key_facts: tuple[str, ...] = field(default_factory=tuple)
     # What an auditor can find this tool's calls by (an order number, an address, a customer's name).
@@ -183,12 +189,40 @@ def field_errors(exc: ValidationError) -> dict[str, list[str]]:
 
 
 class Registry:
-    """The tools, and which of them each agent may call (an agent nobody declared may call none)."""
+    """The tools, and which of them each agent may call (an agent nobody declared may call none); and, for
+    runs advanced elsewhere, where their tools are: a run a remote agent advances never uses these tools, its
+    calls' tools come from the source registered for it (remote/ adds one that reads the agent's declarations).
+    """
 
     def __init__(self):
         self._tools: dict[str, Tool] = {}
         self._allowed: dict[str, tuple[str, ...]] = {}
         self._specs: dict[tuple[int, ...], list[dict]] = {}
+        self._sources: dict[str, Callable] = {}
+        self._catalogs: list[Callable[[], Iterable[Tool]]] = []
+
+    def add_source(self, advanced_by: str, source: Callable) -> None:
+        """source(call) -> the tool of a call in a run advanced by `advanced_by`, or None if it has none."""
+        self._sources[advanced_by] = source
+
+    def for_call(self, call) -> Tool | None:
+        """The tool of this call: a registered tool for local runs; the run's own source's for others."""
+        advanced_by = call.run.advanced_by
+        if advanced_by == "local":
+            return self.get(call.tool_name)
+        source = self._sources.get(advanced_by)
+        return source(call) if source else None
+
+    def add_catalog(self, catalog: Callable[[], Iterable[Tool]]) -> None:
+        """catalog() -> the current tools declared elsewhere (a remote agent's), for choosing in rules and settings."""
+        self._catalogs.append(catalog)
+
+    def declared(self) -> list[Tool]:
+        """Every tool a rule or a setting may name: ours, and those declared elsewhere."""
+        return self.all() + [tool for catalog in self._catalogs for tool in catalog()]
+
+    def named(self, name: str) -> Tool | None:
+        return self.get(name) or next((tool for tool in self.declared() if tool.name == name), None)
 
     def register(self, tool: Tool) -> Tool:
         self._tools[tool.name] = tool

@@ -48,7 +48,7 @@ def seconds(event: AuditEvent) -> float | None:
 
 def masked_arguments(event: AuditEvent):
     call = event.tool_call
-    tool = registry.get(call.tool_name) if call is not None else None
+    tool = registry.for_call(call) if call is not None else None
     arguments = (event.payload or {}).get("arguments")
     if tool is None or arguments is None:
         return None

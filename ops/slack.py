@@ -37,7 +37,7 @@ def _plain(text: str, limit: int = 2900) -> dict:
 
 def _facts(call: ToolCall) -> list[dict]:
     """The key arguments (sensitive ones masked) and the facts fetched by code, as short fields."""
-    tool = registry.get(call.tool_name)
+    tool = registry.for_call(call)
     arguments = tool.masked(call.review_arguments) if tool else {}
     keys = tool.key_values(arguments) if tool else []
     rows = [(name, value) for name, value in keys] + [(row["key"], row["value"]) for row in call.fact_rows]

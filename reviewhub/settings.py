@@ -110,8 +110,10 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "django_htmx",
     "channels",
+    "ninja",
     "approvals",
     "agents",
+    "remote",
     "shop",
     "ops",
 ]
@@ -245,6 +247,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("BROKER_VISIBIL
 NOTIFY_DIGEST_MINUTES = env_int("NOTIFY_DIGEST_MINUTES", 15)
 CELERY_BEAT_SCHEDULE = {
     "expire-overdue-calls": {"task": "agents.tasks.expire_overdue", "schedule": 30.0},
+    "webhook-deliveries-due": {"task": "remote.tasks.deliver_due", "schedule": 60.0},
     "email-digests": {"task": "ops.tasks.email_digests", "schedule": 60.0 * NOTIFY_DIGEST_MINUTES},
     "sweep-stuck-runs": {
         "task": "agents.tasks.sweep",
@@ -266,6 +269,19 @@ AGENT_MAX_STEPS = env_int("AGENT_MAX_STEPS", 12)
 # How a decision resumes a run: a dotted path to a callable taking a run id.
 # approvals/ knows nothing of agents; this is the one seam between them.
 REVIEWHUB_RESUME = env_str("REVIEWHUB_RESUME", "agents.dispatch.enqueue_advance")
+# Runs of agents that run elsewhere (the agent API) are told of decisions through this seam instead:
+# it wakes their long-polls and sends their webhooks; their agents execute their own calls.
+REVIEWHUB_REMOTE_RESUME = env_str("REVIEWHUB_REMOTE_RESUME", "remote.resume.run_decided")
+# An approved call a remote agent has not reported on this long is flagged (trail, run page) by the sweep.
+REMOTE_REPORT_SECONDS = env_int("REMOTE_REPORT_SECONDS", 3600)
+REVIEWHUB_API_MAX_BODY_BYTES = env_int("REVIEWHUB_API_MAX_BODY_BYTES", 256 * 1024)
+# Long-polls re-read their call this often besides being woken by a decision (a lost wake-up costs this much).
+REVIEWHUB_WAIT_RECHECK_SECONDS = float(env_str("REVIEWHUB_WAIT_RECHECK_SECONDS", "2"))
+# Webhook targets: loopback, private and link-local addresses are refused unless this is set (tests, one machine).
+REVIEWHUB_WEBHOOK_ALLOW_PRIVATE = env_bool("REVIEWHUB_WEBHOOK_ALLOW_PRIVATE", False)
+REVIEWHUB_WEBHOOK_TIMEOUT_SECONDS = float(env_str("REVIEWHUB_WEBHOOK_TIMEOUT_SECONDS", "5"))
+# Where ReviewHub is reached, for links in webhooks (the API's answers use the request's own host).
+REVIEWHUB_PUBLIC_URL = env_str("REVIEWHUB_PUBLIC_URL", "")
 REVIEW_EXPIRY_SECONDS = env_int("REVIEW_EXPIRY_SECONDS", 3600)
 # In the embedded demo only, New run starts runs on behalf of the demo's agent account, so that one
 # person can start a run and decide its calls (nobody decides the calls of a run they requested).

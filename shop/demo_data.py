@@ -53,7 +53,9 @@ def setup_roles() -> None:
     auditors, _ = Group.objects.get_or_create(name="auditors")
     # Auditors read the whole record in the admin and change nothing.
     auditors.permissions.add(
-        *Permission.objects.filter(content_type__app_label__in=["approvals", "shop"], codename__startswith="view_")
+        *Permission.objects.filter(
+            content_type__app_label__in=["approvals", "shop", "remote"], codename__startswith="view_"
+        )
     )
 
 

@@ -97,6 +97,17 @@ EXPECTED = {
     "admin/(?P<url>.*)$":                 admin_page(404, 404),
     "admin:auth_user_password_change":    admin_page(403, 200),
     "admin:approvals_auditevent_export":  admin_page(200, 200),
+    # the agent API: a token, never a session (tests/test_api_*.py try the tokens); its description is public
+    "api-v1:openapi-json":                (GET,  200,      200,   200,   200,   200,   200,   200),
+    "api-v1:openapi-view":                (GET,  200,      200,   200,   200,   200,   200,   200),
+    "api-v1:api-root":                    (GET,  404,      404,   404,   404,   404,   404,   404),
+    "api-v1:tools_list":                  (GET,  401,      401,   401,   401,   401,   401,   401),
+    "api-v1:tool_declare":                (POST, 405,      405,   405,   405,   405,   405,   405),  # PUT only
+    "api-v1:call_propose":                (POST, 401,      401,   401,   401,   401,   401,   401),
+    "api-v1:call_get":                    (GET,  401,      401,   401,   401,   401,   401,   401),
+    "api-v1:call_claim":                  (POST, 401,      401,   401,   401,   401,   401,   401),
+    "api-v1:call_report":                 (POST, 401,      401,   401,   401,   401,   401,   401),
+    "api-v1:webhook_create":              (POST, 401,      401,   401,   401,   401,   401,   401),
     # sockets
     "ws/queue/":                          (WS,   SHUT,     SHUT,  OPEN,  OPEN,  OPEN,  SHUT,  OPEN),
     "ws/runs/<int:run_id>/":              (WS,   SHUT,     SHUT,  OPEN,  SHUT,  OPEN,  OPEN,  OPEN),
@@ -115,6 +126,8 @@ ADMIN_MODELS = {
     "shop.ordernote": EDITABLE, "shop.outgoingemail": EDITABLE,
     "ops.notificationpreference": ACCOUNTS, "ops.slackchannel": ACCOUNTS, "ops.slackidentity": ACCOUNTS,
     "auth.user": ACCOUNTS, "auth.group": ACCOUNTS,
+    "remote.remoteagent": RECORD, "remote.agenttoken": RECORD, "remote.declaredtool": RECORD,
+    "remote.webhookdelivery": RECORD, "remote.webhook": EDITABLE,
 }
 ADMIN_MODEL_PAGES = {
     # page               (audrey, root) for: RECORD      EDITABLE    ACCOUNTS
@@ -229,6 +242,25 @@ def _shop_rows() -> None:
     OutgoingEmail.objects.create(to="dana.smith@example.com", subject="Hi", body="Hi", idempotency_key="access-email")
 
 
+def _remote_rows() -> dict:
+    """An agent that runs elsewhere, with a token, a tool, a call, a webhook and a delivery."""
+    from remote import services as remote_services
+    from remote.models import Webhook, WebhookDelivery
+    from remote.tokens import token_create
+
+    agent, _ = remote_services.agent_get_or_create(name="elsewhere")
+    token_create(agent=agent)
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    declaration = {"description": "", "input_schema": schema, "tier": "approval", "description_template": ""}
+    declaration |= {"decisions": ["approve", "reject"], "key_fields": []}
+    remote_services.tool_declare(agent=agent, name="count", declaration=declaration)
+    proposal = {"thread_id": "t", "tool": "count", "arguments": {"n": 1}, "reasoning": "", "user_request": "Count."}
+    call, _ = remote_services.call_propose(agent=agent, proposal=proposal | {"facts": {}, "idempotency_key": "k"})
+    hook = Webhook.objects.create(agent=agent, url="https://agent.example.com/hook", secret="whsec_" + "A" * 32)
+    WebhookDelivery.objects.create(webhook=hook, tool_call=call, message_id="msg_access")
+    return {"name": "count", "call_id": call.pk}
+
+
 def _ops_rows(users: dict) -> None:
     NotificationPreference.objects.create(user=users["alice"], email=NotificationPreference.Email.DIGEST)
     SlackChannel.objects.create(group=Group.objects.get(name="senior"), channel_id="C-SENIOR")
@@ -249,7 +281,8 @@ def build_world() -> World:
     services.toolcall_decide(
         call_id=email.pk, reviewer=users["alice"], verdict="reject", shown_hash=email.review_hash, reason="Not yet."
     )
-    values = {"run": run.pk, "call": refund.pk, "call_pk": note.pk, "run_id": run.pk, "id": users["oscar"].pk}
+    values = _remote_rows()
+    values |= {"run": run.pk, "call": refund.pk, "call_pk": note.pk, "run_id": run.pk, "id": users["oscar"].pk}
     values |= {"app_label": "approvals", "url": "nothing-here/", "fmt": "csv", "object_id": run.pk}
     values["content_type_id"] = ContentType.objects.get_for_model(Run).pk
     for label in ADMIN_MODELS:

@@ -9,6 +9,7 @@ from approvals import services
 from approvals.models import Message, Run
 from shop import demo_data
 from tests import stack, support
+from tests.agentapi import agent, other_agent, refund_agent  # noqa: F401 (the agent API's fixtures)
 
 
 class ScriptedModel:

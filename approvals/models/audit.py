@@ -41,6 +41,7 @@ class AuditEvent(models.Model):
         DEADLINE_NEAR = "deadline_near"
         ESCALATED = "escalated"
         RETURNED = "returned"
+        UNREPORTED = "unreported"
 
     run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events")
     tool_call = models.ForeignKey(

@@ -7,6 +7,7 @@ from django.contrib.auth.models import Group
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.functional import cached_property
 
 from ..hashing import args_hash
 from ..text import arguments_diff, pretty_json, visible
@@ -47,6 +48,8 @@ class ToolCall(models.Model):
     # After a reviewer's edit: the description of the edited call (description stays the model's proposal).
     edited_description = models.TextField(blank=True)
     facts = models.JSONField(default=dict, blank=True)
+    # Facts a remote agent's own code fetched and sent with its proposal: shown as the agent's, apart from ours.
+    agent_facts = models.JSONField(default=dict, blank=True)
     reasoning = models.TextField(blank=True)
     user_request = models.TextField(blank=True)
     expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
@@ -151,6 +154,17 @@ class ToolCall(models.Model):
             {"key": key, "value": value, "changed": key in changed, "before": (changed.get(key) or {}).get("before")}
             for key, value in (self.facts or {}).items()
         ]
+
+    @cached_property
+    def offered_decisions(self) -> tuple[str, ...]:
+        """The decisions reviewers are offered: all four for ReviewHub's own tools, those a remote agent's
+        tool declares for its calls (a call whose tool is gone: reject only)."""
+        from ..tools import DECISIONS, registry
+
+        if not self.run.is_remote:
+            return DECISIONS
+        tool = registry.for_call(self)
+        return tool.decisions if tool is not None else ("reject",)
 
     @property
     def current_reviewer(self):

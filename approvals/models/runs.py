@@ -22,6 +22,10 @@ class Run(models.Model):
         FAILED = "failed"
         CANCELLED = "cancelled"
 
+    class AdvancedBy(models.TextChoices):
+        LOCAL = "local", "ReviewHub's agent runtime"
+        REMOTE = "remote", "An agent that runs elsewhere (the agent API)"
+
     ACTIVE = (Status.QUEUED, Status.RUNNING, Status.WAITING)
 
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
@@ -36,6 +40,9 @@ class Run(models.Model):
     thinking = models.BooleanField(default=False)
     last_error = models.TextField(blank=True)
     dry_run = models.BooleanField(default=False)
+    # Who takes the run further after a decision: the local loop (settings.REVIEWHUB_RESUME), or a remote
+    # agent that executes its own calls and hears of decisions by long-poll and webhook (REVIEWHUB_REMOTE_RESUME).
+    advanced_by = models.CharField(max_length=8, choices=AdvancedBy.choices, default=AdvancedBy.LOCAL)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -45,6 +52,10 @@ class Run(models.Model):
 
     def __str__(self):
         return f"Run {self.pk} ({self.agent})"
+
+    @property
+    def is_remote(self) -> bool:
+        return self.advanced_by == self.AdvancedBy.REMOTE
 
     @property
     def is_active(self) -> bool:

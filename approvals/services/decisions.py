@@ -25,7 +25,7 @@ UNCLAIM = {"reviewing_by": None, "reviewing_until": None}
 
 def tool_for(call: ToolCall) -> Tool:
     """The registered tool of a call; a call whose tool is gone can only be rejected."""
-    tool = registry.get(call.tool_name)
+    tool = registry.for_call(call)
     if tool is None:
         raise NotAllowed("This tool is no longer registered; it can only be rejected.")
     return tool
@@ -126,6 +126,21 @@ def _describe(tool: Tool, arguments: dict) -> dict:
     return {"facts": facts, "edited_description": description}
 
 
+def _offered(call: ToolCall, verdict: str, guidance: str) -> None:
+    """The tool offers this decision (a remote agent declares which of approve, edit, reject, respond it takes)."""
+    if verdict not in (Decision.Verdict.REJECT, *Decision.APPROVING):
+        return  # refused below as unknown
+    tool = registry.for_call(call)
+    offered = tool.decisions if tool is not None else ("reject",)
+    wanted = "respond" if verdict == Decision.Verdict.REJECT and guidance else verdict
+    if wanted in offered:
+        return
+    if wanted == "reject" and "respond" in offered:
+        raise EditInvalid({"guidance": ["This tool's calls are rejected with guidance for the agent: write it."]})
+    names = ", ".join(offered) or "none"
+    raise NotAllowed(f"This tool does not take the decision “{wanted}”; it takes: {names}.")
+
+
 def _locked_pending(call_id: int, reviewer: AbstractBaseUser, shown_hash: str) -> ToolCall:
     call = ToolCall.objects.select_for_update(of=("self",)).select_related("run", "review_group").get(pk=call_id)
     if call.status != ToolCall.Status.PENDING:
@@ -213,6 +228,7 @@ def toolcall_decide(
     _storable_texts(reason=reason, guidance=guidance)
     with transaction.atomic():
         call = _locked_pending(call_id, reviewer, shown_hash)
+        _offered(call, verdict, guidance)
         if verdict == Decision.Verdict.REJECT:
             if not reason:
                 raise EditInvalid({"reason": ["A reason is required to reject; the agent will read it."]})

@@ -140,10 +140,10 @@ def toolcall_execute(*, call: ToolCall) -> bool:
     is executing, and the tool's body runs.
     """
     call = ToolCall.objects.select_related("run").filter(pk=call.pk, status__in=RUNNABLE).first()
-    if call is None:
-        return False
+    if call is None or call.run.is_remote:
+        return False  # a remote agent's call is executed by its agent, through the agent API's claim and report
     retake = call.status == ToolCall.Status.EXECUTING  # a retaken call passed the checks before its worker died
-    tool, arguments = registry.get(call.tool_name), call.approved_arguments
+    tool, arguments = registry.for_call(call), call.approved_arguments
     problem, args = _mismatch(call, tool, arguments)
     if not problem and not retake:
         back = _policy_still_allows(call, tool, arguments) or _facts_still_hold(call, tool, args)

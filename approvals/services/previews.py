@@ -9,7 +9,7 @@ from .errors import EditInvalid
 
 def toolcall_preview(*, call: ToolCall) -> str:
     """What the call would do, from the tool's simulate(); nothing is written."""
-    tool = registry.get(call.tool_name)
+    tool = registry.for_call(call)
     if tool is None or call.review_arguments is None:
         return "No preview: the tool or its arguments are unknown."
     try:
@@ -22,6 +22,6 @@ def toolcall_preview(*, call: ToolCall) -> str:
 
 def toolcall_edit_changes(*, call: ToolCall, arguments: dict) -> list[dict]:
     """Validate an edit and say field by field how it differs from the model's arguments."""
-    if not call.is_pending or registry.get(call.tool_name) is None:
+    if not call.is_pending or registry.for_call(call) is None:
         raise EditInvalid({"__all__": ["This call can no longer be edited."]})
     return arguments_diff(call.arguments, edited_arguments(call, arguments))

@@ -22,8 +22,12 @@ def turn_lease() -> timedelta:
 
 
 def request_resume(run_id: int) -> None:
-    """Ask whoever advances runs to take this one further, once the transaction commits."""
-    resume = import_string(settings.REVIEWHUB_RESUME)
+    """Ask whoever advances this run to take it further, once the transaction commits: the local agent
+    loop (settings.REVIEWHUB_RESUME), or for a run a remote agent advances, whatever tells that agent
+    (settings.REVIEWHUB_REMOTE_RESUME: wake its long-polls, send its webhooks). Never both."""
+    advanced_by = Run.objects.filter(pk=run_id).values_list("advanced_by", flat=True).first()
+    remote = advanced_by == Run.AdvancedBy.REMOTE
+    resume = import_string(settings.REVIEWHUB_REMOTE_RESUME if remote else settings.REVIEWHUB_RESUME)
     transaction.on_commit(lambda: resume(run_id))
 
 
@@ -35,12 +39,18 @@ def run_create(
     requested_by: AbstractBaseUser | None = None,
     system_prompt: str = "",
     dry_run: bool = False,
+    advanced_by: str = Run.AdvancedBy.LOCAL,
 ) -> Run:
     """A new run. Started for a user (requested_by), it must be one who may start runs; without one, by the system."""
     if requested_by is not None:
         require(access.can_start_run(requested_by))
     run = Run.objects.create(
-        agent=agent, request=request, requested_by=requested_by, dry_run=dry_run, max_steps=settings.AGENT_MAX_STEPS
+        agent=agent,
+        request=request,
+        requested_by=requested_by,
+        dry_run=dry_run,
+        max_steps=settings.AGENT_MAX_STEPS,
+        advanced_by=advanced_by,
     )
     if system_prompt:
         message_append(run=run, role=Message.Role.SYSTEM, content=system_prompt)

@@ -72,7 +72,8 @@ def stuck_runs(*, now: datetime | None = None) -> dict[int, str]:
     now = now or timezone.now()
     found: dict[int, str] = {}
     for reason, runs in RULES:
-        for run_id in runs(now).filter(status__in=Run.ACTIVE).values_list("pk", flat=True):
+        active = runs(now).filter(status__in=Run.ACTIVE, advanced_by=Run.AdvancedBy.LOCAL)  # remote: its agent's
+        for run_id in active.values_list("pk", flat=True):
             found.setdefault(run_id, reason)
     return found
 
@@ -127,7 +128,35 @@ def sweep_apply(*, now: datetime | None = None) -> dict:
         run = Run.objects.filter(pk=run_id, status__in=Run.ACTIVE).first()
         if run is not None:
             outcomes[run_take_further(run=run, reason=reason, now=now)] += 1
+    unreported_flag(now=now)  # each flag is in the trail and on the run page
     return outcomes
+
+
+def unreported_calls(*, now: datetime | None = None) -> QuerySet[ToolCall]:
+    """Calls a remote agent was allowed to execute longer than REMOTE_REPORT_SECONDS ago and never reported on."""
+    cutoff = (now or timezone.now()) - timedelta(seconds=settings.REMOTE_REPORT_SECONDS)
+    decided = Decision.objects.filter(tool_call=OuterRef("pk"), final=True, created_at__gte=cutoff)
+    flagged = AuditEvent.objects.filter(tool_call=OuterRef("pk"), kind=AuditEvent.Kind.UNREPORTED)
+    calls = ToolCall.objects.filter(
+        run__advanced_by=Run.AdvancedBy.REMOTE,
+        status__in=(ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING),
+        created_at__lt=cutoff,
+    )
+    return calls.exclude(Exists(decided)).exclude(Exists(flagged))
+
+
+def unreported_flag(*, now: datetime | None = None) -> int:
+    """Flag, once each, approved calls of remote agents never reported: in the trail and on the run page.
+
+    Nothing is resumed: the agent executes its own calls; a person looks at why it went quiet."""
+    count = 0
+    limit = duration_text(timedelta(seconds=settings.REMOTE_REPORT_SECONDS), coarse=True)
+    for call in unreported_calls(now=now).select_related("run"):
+        payload = {"reason": f"approved, and no result reported by the agent within {limit}", "status": call.status}
+        audit.record(audit.AuditEvent.Kind.UNREPORTED, tool_call=call, payload=payload)
+        live.run_changed(call.run_id)
+        count += 1
+    return count
 
 
 @dataclass(frozen=True)
@@ -152,7 +181,7 @@ class Stall:
 
 def run_stall(*, run: Run, now: datetime | None = None) -> Stall | None:
     """Why this run is stuck, if it is, and how far the sweep has got with it."""
-    if not run.is_active:
+    if not run.is_active or run.is_remote:
         return None
     now = now or timezone.now()
     reason = next((reason for reason, runs in RULES if runs(now).filter(pk=run.pk).exists()), None)

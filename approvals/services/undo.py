@@ -15,7 +15,7 @@ def toolcall_undo(*, call: ToolCall, user: AbstractBaseUser) -> str:
     """Undo an executed reversible call, once, and record who did it."""
     call = ToolCall.objects.select_for_update().get(pk=call.pk)
     require(can_undo(user, call))
-    tool = registry.get(call.tool_name)
+    tool = registry.for_call(call)
     if call.tier != Tier.REVERSIBLE or tool is None or tool.undo is None:
         raise UndoError("Only reversible tools can be undone.")
     if call.status != ToolCall.Status.EXECUTED:

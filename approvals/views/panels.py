@@ -45,7 +45,7 @@ def panel_response(
     **extra,
 ) -> HttpResponse:
     """The call panel as this reviewer sees it: the whole page, or only the panel for htmx."""
-    tool = registry.get(call.tool_name)
+    tool = registry.for_call(call)
     context = panel_context(request.user, call, call.final_decision()) | _error_context(error)
     shown = values if values is not None else (call.review_arguments or {})
     fields = edit_fields(tool, shown, context["errors"]) if tool and call.is_pending else []

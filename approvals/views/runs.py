@@ -3,12 +3,13 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.db.models import Exists, OuterRef
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import access, services
-from ..models import Run, Tier, ToolCall
+from ..models import AuditEvent, Run, Tier, ToolCall
 
 
 def get_run_for_user(request: HttpRequest, pk: int) -> Run:
@@ -26,9 +27,11 @@ def _undoable(user, run: Run, call: ToolCall) -> bool:
 @require_GET
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_run_for_user(request, pk)
+    unreported = AuditEvent.objects.filter(tool_call=OuterRef("pk"), kind=AuditEvent.Kind.UNREPORTED)
     calls = list(
         run.tool_calls.select_related("review_group")
         .prefetch_related("decisions__reviewer")
+        .annotate(flagged_unreported=Exists(unreported))
         .order_by("created_at", "id")
     )
     for call in calls:

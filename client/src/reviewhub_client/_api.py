@@ -1,0 +1,86 @@
+"""The requests of API v1, shared by the sync and the async client: each function returns what to send, and
+`parse` turns the answer into a model or an ApiError."""
+
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import httpx2 as httpx
+from pydantic import BaseModel, TypeAdapter
+
+from .errors import ApiError
+
+PREFIX = "/api/v1"
+MAX_WAIT = 60  # seconds: the longest long-poll the server holds
+
+M = TypeVar("M")
+
+
+@dataclass(frozen=True)
+class Spec:
+    method: str
+    path: str
+    json: dict[str, Any] | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    timeout: float | None = None  # None: the client's default
+
+
+def declare_tool(name: str, **fields: Any) -> Spec:
+    body = {key: value for key, value in fields.items() if value is not None}
+    return Spec("PUT", f"{PREFIX}/tools/{name}", body)
+
+
+def list_tools() -> Spec:
+    return Spec("GET", f"{PREFIX}/tools")
+
+
+def propose(**fields: Any) -> Spec:
+    return Spec("POST", f"{PREFIX}/calls", {key: value for key, value in fields.items() if value is not None})
+
+
+def get_call(call_id: int, wait: float = 0) -> Spec:
+    wait = max(0, min(MAX_WAIT, int(wait)))
+    params = {"wait": wait} if wait else {}
+    return Spec("GET", f"{PREFIX}/calls/{call_id}", params=params, timeout=(wait + 15) if wait else None)
+
+
+def claim(call_id: int, execution_key: str) -> Spec:
+    return Spec("POST", f"{PREFIX}/calls/{call_id}/claim", {"execution_key": execution_key})
+
+
+def report(call_id: int, execution_key: str, ok: bool, output: str) -> Spec:
+    return Spec(
+        "POST", f"{PREFIX}/calls/{call_id}/result", {"execution_key": execution_key, "ok": ok, "output": output}
+    )
+
+
+def add_webhook(url: str) -> Spec:
+    return Spec("POST", f"{PREFIX}/webhooks", {"url": url})
+
+
+def request_kwargs(spec: Spec) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"params": spec.params}
+    if spec.json is not None:
+        kwargs["json"] = spec.json
+    if spec.timeout is not None:
+        kwargs["timeout"] = spec.timeout
+    return kwargs
+
+
+def parse(response: httpx.Response, model: Any) -> Any:
+    """The answer as `model` (a pydantic model class or a type such as list[Tool]); an ApiError for 4xx/5xx."""
+    if response.status_code >= 400:
+        try:
+            body = response.json()
+        except ValueError:
+            body = {}
+        body = body if isinstance(body, dict) else {}
+        detail = str(body.get("detail") or response.reason_phrase or "error")
+        errors = body.get("errors") if isinstance(body.get("errors"), dict) else {}
+        raise ApiError(response.status_code, detail, errors)
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return model.model_validate(response.json())
+    return TypeAdapter(model).validate_python(response.json())
+
+
+def headers(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}", "Accept": "application/json", "User-Agent": "reviewhub-client/0.1"}

@@ -1,0 +1,114 @@
+"""The asynchronous client of ReviewHub's agent API v1 (the same calls as `ReviewHub`, awaited)."""
+
+import asyncio
+import inspect
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx2 as httpx
+
+from . import _api
+from .client import Execution, approved_arguments, approved_key, recorded
+from .errors import ReviewHubError
+from .models import DONE, Call, Claim, Tier, Tool, Webhook
+
+
+class AsyncReviewHub:
+    """`AsyncReviewHub(url, token)`: the async twin of `ReviewHub`."""
+
+    def __init__(self, base_url: str, token: str, *, timeout: float = 10.0, transport: Any = None):
+        self.http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"), headers=_api.headers(token), timeout=timeout, transport=transport
+        )
+
+    async def __aenter__(self) -> "AsyncReviewHub":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def _send(self, spec: _api.Spec, model: Any) -> Any:
+        return _api.parse(await self.http.request(spec.method, spec.path, **_api.request_kwargs(spec)), model)
+
+    async def declare_tool(
+        self,
+        name: str,
+        *,
+        input_schema: dict,
+        description: str = "",
+        tier: Tier = "approval",
+        description_template: str | None = None,
+        decisions: list[str] | None = None,
+        key_fields: list[str] | None = None,
+    ) -> Tool:
+        fields = {"description": description, "input_schema": input_schema, "tier": tier, "decisions": decisions}
+        fields |= {"description_template": description_template, "key_fields": key_fields}
+        return await self._send(_api.declare_tool(name, **fields), Tool)
+
+    async def tools(self) -> list[Tool]:
+        return await self._send(_api.list_tools(), list[Tool])
+
+    async def propose(
+        self,
+        *,
+        thread_id: str,
+        tool: str,
+        arguments: dict,
+        idempotency_key: str,
+        reasoning: str | None = None,
+        user_request: str | None = None,
+        facts: dict | None = None,
+    ) -> Call:
+        fields = {"thread_id": thread_id, "tool": tool, "arguments": arguments, "idempotency_key": idempotency_key}
+        fields |= {"reasoning": reasoning, "user_request": user_request, "facts": facts}
+        return await self._send(_api.propose(**fields), Call)
+
+    async def call(self, call_id: int, *, wait: float = 0) -> Call:
+        return await self._send(_api.get_call(call_id, wait), Call)
+
+    async def wait(self, call_id: int, *, timeout: float | None = None) -> Call:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = _api.MAX_WAIT if deadline is None else deadline - time.monotonic()
+            call = await self.call(call_id, wait=max(1, min(_api.MAX_WAIT, left)))
+            if not call.pending or (deadline is not None and time.monotonic() >= deadline):
+                return call
+
+    async def claim(self, call_id: int, execution_key: str) -> Claim:
+        return await self._send(_api.claim(call_id, execution_key), Claim)
+
+    async def report(self, call_id: int, execution_key: str, *, ok: bool, output: str) -> Call:
+        return await self._send(_api.report(call_id, execution_key, ok, output), Call)
+
+    async def add_webhook(self, url: str) -> Webhook:
+        return await self._send(_api.add_webhook(url), Webhook)
+
+    async def execute_once(
+        self, call_id: int, tool: Callable[..., Any], *, poll: float = 0.2, timeout: float = 300
+    ) -> Execution:
+        """As `ReviewHub.execute_once`; `tool` may be a coroutine function."""
+        call = await self.call(call_id)
+        key = approved_key(call)
+        claim = await self.claim(call_id, key)
+        if not claim.claimed:
+            return recorded(await self._until_done(claim.call, poll, timeout))
+        try:
+            output = tool(**approved_arguments(call))
+            output = str(await output if inspect.isawaitable(output) else output)
+        except Exception as exc:
+            await self.report(call_id, key, ok=False, output=f"{type(exc).__name__}: {exc}")
+            raise
+        return Execution(ran=True, output=output, call=await self.report(call_id, key, ok=True, output=output))
+
+    async def _until_done(self, call: Call, poll: float, timeout: float) -> Call:
+        deadline = time.monotonic() + timeout
+        while call.status not in DONE:
+            if time.monotonic() > deadline:
+                raise ReviewHubError(f"call {call.id} is still {call.status} after {timeout} s")
+            await asyncio.sleep(poll)
+            call = await self.call(call.id)
+        return call

@@ -1,0 +1,108 @@
+"""What the agent API sends and receives (docs/api.md), as pydantic models.
+
+Models ignore fields they do not know, so a newer server does not break an older client."""
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Tier = Literal["read_only", "reversible", "approval", "forbidden"]
+# A newer server may add statuses or verdicts: they are read as plain strings, these are the ones known today.
+VERDICTS = ("approve", "edit", "reject", "respond", "expire")
+STATUSES = ("pending", "approved", "rejected", "expired", "cancelled", "executing", "executed", "failed")
+
+DONE = frozenset({"executed", "failed"})
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class Tool(_Model):
+    """A tool as the agent declared it; `version` grows with each changed declaration."""
+
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=dict)
+    tier: Tier = "approval"
+    description_template: str | None = None
+    decisions: list[str] | None = None
+    key_fields: list[str] | None = None
+    version: int | None = None
+
+
+class Change(_Model):
+    field: str
+    before: Any = None
+    after: Any = None
+
+
+class Decision(_Model):
+    """A reviewer's (or the policy's) decision: what to execute, or why not."""
+
+    verdict: str
+    arguments: dict[str, Any] | None = None
+    changes: list[Change] = Field(default_factory=list)
+    reason: str = ""
+    guidance: str = ""
+    reviewer: str | None = None
+    decided_at: datetime | None = None
+    execution_key: str | None = None
+
+    @property
+    def approved(self) -> bool:
+        """Approved as proposed or with the reviewer's edit: the call may run with `arguments`."""
+        return self.verdict in ("approve", "edit")
+
+    def tool_message(self) -> str:
+        """What the model should read in place of the tool's result when the call did not run."""
+        if self.verdict == "respond":
+            return self.guidance or self.reason or "The reviewer answered instead of running the tool."
+        if self.verdict == "expire":
+            return "Not executed: nobody decided this call before it expired."
+        reason = f": {self.reason}" if self.reason else ""
+        return f"Rejected by reviewer{reason}"
+
+
+class Result(_Model):
+    ok: bool
+    output: str = ""
+    reported_at: datetime | None = None
+
+
+class Call(_Model):
+    id: int
+    thread_id: str = ""
+    tool: str
+    tool_version: int | None = None
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    status: str
+    decision: Decision | None = None
+    result: Result | None = None
+    created_at: datetime | None = None
+    expires_at: datetime | None = None
+    url: str = ""
+
+    @property
+    def pending(self) -> bool:
+        return self.status == "pending"
+
+
+class Claim(_Model):
+    """The answer to a claim: exactly one caller gets claimed=True and runs the tool."""
+
+    claimed: bool
+    call: Call
+
+
+class Webhook(_Model):
+    id: int
+    url: str
+    secret: str = ""
+
+
+class WebhookEvent(_Model):
+    type: str
+    timestamp: datetime | None = None
+    data: Call

@@ -1,0 +1,99 @@
+"""The admin of remote agents: identities, tokens (by prefix; revoke), declared tools, webhooks and their log."""
+
+from django import forms
+from django.contrib import admin, messages
+
+from approvals.access import may_act
+from approvals.admin_filters import RefuseUnstorableQuery
+from approvals.auditors import AuditorsOnlyLook
+
+from . import services, targets
+from .models import AgentToken, DeclaredTool, RemoteAgent, Webhook, WebhookDelivery
+from .tokens import token_revoke
+
+
+class ReadOnly(RefuseUnstorableQuery, AuditorsOnlyLook, admin.ModelAdmin):
+    def has_add_permission(self, request, *args):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # the record of what agents did; a token is revoked, not deleted
+
+
+@admin.register(RemoteAgent)
+class RemoteAgentAdmin(ReadOnly):
+    list_display = ["name", "user", "created_at"]
+    search_fields = ["name"]
+
+
+@admin.register(AgentToken)
+class AgentTokenAdmin(ReadOnly):
+    list_display = ["prefix", "agent", "created_at", "last_used_at", "revoked_at"]
+    list_filter = ["agent", "revoked_at"]
+    fields = ["prefix", "agent", "created_at", "last_used_at", "revoked_at"]
+    actions = ["revoke"]
+
+    @admin.action(description="Revoke the selected tokens", permissions=["delete"])
+    def revoke(self, request, queryset):
+        for token in queryset:
+            token_revoke(token=token)
+        messages.info(request, f"Revoked {queryset.count()} token(s); they are refused from now on.")
+
+
+@admin.register(DeclaredTool)
+class DeclaredToolAdmin(ReadOnly):
+    list_display = ["name", "agent", "version", "current", "tier", "created_at"]
+    list_filter = ["agent", "tier", "current"]
+    search_fields = ["name"]
+
+
+class WebhookForm(forms.ModelForm):
+    class Meta:
+        model = Webhook
+        fields = ["agent", "url", "active"]
+
+    def clean_url(self):
+        url = self.cleaned_data["url"]
+        if self.instance.pk is None:
+            try:
+                targets.resolve(url)
+            except targets.TargetRefused as exc:
+                raise forms.ValidationError(str(exc))
+        return url
+
+
+@admin.register(Webhook)
+class WebhookAdmin(RefuseUnstorableQuery, AuditorsOnlyLook, admin.ModelAdmin):
+    form = WebhookForm
+    list_display = ["url", "agent", "active", "created_at"]
+    list_filter = ["agent", "active"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["agent", "url"] if obj else []
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return super().save_model(request, obj, form, change)
+        hook, secret = services.webhook_create(agent=obj.agent, url=obj.url)
+        obj.pk, obj.secret, obj.created_at = hook.pk, hook.secret, hook.created_at
+        messages.warning(request, f"The signing secret of this webhook, shown once: {secret}")
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(ReadOnly):
+    list_display = ["message_id", "webhook", "tool_call", "status", "attempts", "last_status_code", "next_attempt_at"]
+    list_filter = ["status", "webhook__agent"]
+    readonly_fields = [f.name for f in WebhookDelivery._meta.fields]
+    actions = ["redeliver"]
+
+    def has_redeliver_permission(self, request):
+        return may_act(request.user)[0] and request.user.has_perm("remote.change_webhookdelivery")
+
+    @admin.action(description="Redeliver the selected deliveries", permissions=["redeliver"])
+    def redeliver(self, request, queryset):
+        for delivery in queryset:
+            services.delivery_redeliver(delivery=delivery)
+        messages.info(request, f"{queryset.count()} delivery(ies) will be sent again now.")

@@ -1,0 +1,119 @@
+"""/api/v1/: the agent API (docs/api.md). Thin endpoints: the token's agent, one service, one schema.
+
+Who may see what is approvals.access's (agent_calls, agent_tools); the services raise the 4xx.
+"""
+
+import asyncio
+import contextlib
+import time
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from ninja import NinjaAPI, Path, Query, Swagger
+
+from approvals import access
+from approvals.models import ToolCall
+
+from . import http, services, waiting
+from .models import DeclaredTool
+from .schemas import CallIn, CallOut, ClaimIn, ClaimOut, ErrorOut, ResultIn, ToolIn, ToolOut, WebhookIn, WebhookOut
+from .serialize import call_json
+from .services.calls import agent_call, call_refusal
+
+api = NinjaAPI(
+    title="ReviewHub agent API",
+    version="1",
+    description="Agents that run elsewhere propose tool calls for review and act on the decisions (docs/api.md).",
+    urls_namespace="api-v1",
+    auth=http.TokenAuth(),
+    parser=http.StorableParser(),
+    docs=Swagger(settings={"persistAuthorization": False}),
+    docs_url="/docs",
+)
+http.install(api)
+
+CALL_ID = Path(..., ge=1, le=2**63 - 1)
+ERRORS = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut, 409: ErrorOut, 413: ErrorOut, 422: ErrorOut}
+
+
+def _tool_json(tool: DeclaredTool) -> dict:
+    return {"name": tool.name, "version": tool.version, "created_at": tool.created_at, **tool.declaration()}
+
+
+@api.get("/tools", response={200: list[ToolOut], **ERRORS}, summary="The agent's tools, current versions")
+def tools_list(request):
+    tools = access.agent_tools(request.agent.user, DeclaredTool.objects.filter(current=True))
+    return [_tool_json(tool) for tool in tools.order_by("name")]
+
+
+@api.put("/tools/{name}", response={200: ToolOut, **ERRORS}, summary="Declare a tool (a change is a new version)")
+def tool_declare(request, payload: ToolIn, name: str = Path(..., pattern=r"^[A-Za-z0-9_-]{1,64}$")):
+    tool = services.tool_declare(agent=request.agent, name=name, declaration=payload.model_dump())
+    return _tool_json(tool)
+
+
+@api.post("/calls", response={200: CallOut, 201: CallOut, **ERRORS}, summary="Propose a call")
+def call_propose(request, payload: CallIn):
+    call, created = services.call_propose(agent=request.agent, proposal=payload.model_dump())
+    if refusal := call_refusal(call):
+        raise refusal
+    return (201 if created else 200), call_json(_reread(request, call.pk), request)
+
+
+def _reread(request, call_id: int) -> ToolCall:
+    return agent_call(request.agent, call_id)
+
+
+def _read_if_decided(request, call_id: int) -> ToolCall | None:
+    call = _reread(request, call_id)
+    return None if call.is_pending else call
+
+
+@api.get(
+    "/calls/{call_id}",
+    response={200: CallOut, **ERRORS},
+    auth=http.AsyncTokenAuth(),
+    summary="A call; with wait, held until it is decided (at most 60 s)",
+)
+async def call_get(request, call_id: int = CALL_ID, wait: float = Query(0, ge=0, le=60)):
+    if wait > 0:
+        deadline = time.monotonic() + wait
+        async with waiting.Waiter(call_id) as event:
+            while True:
+                if await sync_to_async(_read_if_decided)(request, call_id) is not None:
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                event.clear()
+                with contextlib.suppress(TimeoutError):
+                    await _wait_for(event, min(left, settings.REVIEWHUB_WAIT_RECHECK_SECONDS))
+    return await sync_to_async(_call_out)(request, call_id)
+
+
+async def _wait_for(event, timeout: float) -> None:
+    await asyncio.wait_for(event.wait(), timeout)
+
+
+def _call_out(request, call_id: int) -> dict:
+    return call_json(_reread(request, call_id), request)
+
+
+@api.post("/calls/{call_id}/claim", response={200: ClaimOut, **ERRORS}, summary="Claim the execution (one caller wins)")
+def call_claim(request, payload: ClaimIn, call_id: int = CALL_ID):
+    won, call = services.call_claim(agent=request.agent, call_id=call_id, key=payload.execution_key)
+    return {"claimed": won, "call": call_json(_reread(request, call.pk), request)}
+
+
+@api.post("/calls/{call_id}/result", response={200: CallOut, **ERRORS}, summary="Report what executing it did")
+def call_report(request, payload: ResultIn, call_id: int = CALL_ID):
+    call = services.call_report(
+        agent=request.agent, call_id=call_id, key=payload.execution_key, ok=payload.ok, output=payload.output
+    )
+    return call_json(_reread(request, call.pk), request)
+
+
+@api.post("/webhooks", response={201: WebhookOut, **ERRORS}, summary="Register a webhook (the secret is shown once)")
+def webhook_create(request, payload: WebhookIn):
+    hook, secret = services.webhook_create(agent=request.agent, url=payload.url)
+    return 201, {"id": hook.pk, "url": hook.url, "secret": secret}

@@ -1,0 +1,185 @@
+"""A remote agent's declared tool as approvals sees a tool: the same interface as approvals.tools.Tool.
+
+Arguments are checked against the declared JSON Schema (the `jsonschema` package) and the storable
+rules; the description is rendered by our code from the declared template and the real arguments;
+there are no facts of ours to fetch and no function to run (the agent executes its own calls).
+"""
+
+import json
+import string
+from dataclasses import dataclass
+from functools import lru_cache
+
+from jsonschema import validators
+from jsonschema.exceptions import SchemaError
+
+from approvals import storable
+from approvals.tools import ArgumentsInvalid, Tool
+
+from .models import DeclaredTool, RemoteCall, Thread
+
+
+class JsonArguments(dict):
+    """Validated arguments; model_dump() like a pydantic model's, so approvals' code reads them alike."""
+
+    def model_dump(self, mode: str = "python") -> dict:
+        return json.loads(json.dumps(self))
+
+
+@dataclass(frozen=True)
+class DeclaredSchema:
+    """Stands where a pydantic model stands for ReviewHub's own tools: the edit form reads its JSON Schema."""
+
+    schema: dict
+
+    def model_json_schema(self) -> dict:
+        return self.schema
+
+
+def schema_problem(schema: dict) -> str:
+    """Why a declared input schema cannot be used ("" when it can)."""
+    if schema.get("type") != "object":
+        return 'The input schema must describe an object ("type": "object").'
+    try:
+        validators.validator_for(schema).check_schema(schema)
+    except SchemaError as exc:
+        return f"Not a valid JSON Schema: {exc.message}"
+    return ""
+
+
+def template_problem(template: str) -> str:
+    """Only plain {name} fields: no attribute or index access, conversions or format specs."""
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        return f"Not a valid template: {exc}."
+    for _literal, field, spec, conversion in parts:
+        if field is None:
+            continue
+        if not field.isidentifier() or spec or conversion:
+            shown = field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
+            return f"Only plain fields such as {{order_id}} are allowed, not {{{shown}}}."
+    return ""
+
+
+def render_template(template: str, arguments: dict) -> str:
+    out = []
+    for literal, field, _spec, _conversion in string.Formatter().parse(template):
+        out.append(literal)
+        if field is not None:
+            value = arguments.get(field, "")
+            out.append(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+    return "".join(out)
+
+
+def _field_errors(validator, arguments: dict) -> dict[str, list[str]]:
+    errors: dict[str, list[str]] = {}
+    for error in validator.iter_errors(arguments):
+        path = ".".join(str(part) for part in error.absolute_path)
+        instance = error.instance if isinstance(error.instance, dict) else {}
+        if error.validator == "required":
+            names = [f"{path}.{name}" if path else name for name in error.validator_value if name not in instance]
+            for name in names:
+                errors.setdefault(name, []).append("This field is required.")
+        elif error.validator == "additionalProperties" and error.validator_value is False:
+            known = set(error.schema.get("properties", {}))
+            for name in sorted(set(instance) - known):
+                errors.setdefault(f"{path}.{name}" if path else name, []).append("Unknown field.")
+        else:
+            errors.setdefault(path or "__all__", []).append(error.message)
+    return errors
+
+
+@dataclass(frozen=True)
+class DeclaredToolAdapter(Tool):
+    schema: dict | None = None
+    template: str = ""
+
+    def parse(self, arguments) -> JsonArguments:
+        if isinstance(arguments, str):
+            try:
+                arguments = storable.load_json(arguments) if arguments.strip() else {}
+            except storable.Unreadable as exc:
+                raise ArgumentsInvalid({"__all__": [f"Arguments are not valid JSON: {exc}."]})
+        if not isinstance(arguments, dict):
+            raise ArgumentsInvalid({"__all__": ["Arguments must be a JSON object."]})
+        problems = storable.json_problems(arguments)
+        if problems:
+            raise ArgumentsInvalid(problems)
+        errors = _field_errors(validators.validator_for(self.schema)(self.schema), arguments)
+        if errors:
+            raise ArgumentsInvalid(errors)
+        return JsonArguments(arguments)
+
+    def normalize(self, arguments) -> dict:
+        return self.parse(arguments).model_dump()
+
+    def openai_spec(self) -> dict:
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.schema},
+        }
+
+    def render_description(self, args) -> str:
+        arguments = args.model_dump()
+        if not self.template:
+            return f"Call {self.name} with " + ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+        return render_template(self.template, arguments)
+
+    def fetch_facts(self, args) -> dict:
+        return {}  # the agent's own facts are stored apart (ToolCall.agent_facts), never mixed with ours
+
+    def preview(self, args) -> str:
+        return f"[dry run] {self.render_description(args)} (the agent executes this call; nothing was written here)"
+
+    def run(self, args, context):
+        raise RuntimeError("A remote agent's call is executed by the agent, never by ReviewHub.")
+
+
+@lru_cache(maxsize=2048)
+def _cached(tool_pk: int, created_at) -> DeclaredToolAdapter:
+    return adapter_for(DeclaredTool.objects.select_related("agent").get(pk=tool_pk))
+
+
+def _adapter(tool_pk: int) -> DeclaredToolAdapter:
+    """Versions never change once stored, so one adapter per version is kept (keyed by when it was stored too)."""
+    created_at = DeclaredTool.objects.filter(pk=tool_pk).values_list("created_at", flat=True).first()
+    return _cached(tool_pk, created_at)
+
+
+def adapter_for(tool: DeclaredTool) -> DeclaredToolAdapter:
+    return DeclaredToolAdapter(
+        name=tool.qualified_name,
+        description=tool.description,
+        args_model=DeclaredSchema(tool.input_schema),
+        tier=tool.tier,
+        func=None,
+        key_fields=tuple(tool.key_fields),
+        decisions=tuple(tool.decisions),
+        schema=tool.input_schema,
+        template=tool.description_template,
+    )
+
+
+def tool_for_call(call) -> DeclaredToolAdapter | None:
+    """The declaration a remote call was proposed under; while it is being proposed, the agent's current one."""
+    if call.pk is not None:
+        found = RemoteCall.objects.filter(tool_call_id=call.pk).values_list("tool_id", "tool__created_at").first()
+        if found is not None:
+            return _cached(*found)
+    thread = Thread.objects.filter(run_id=call.run_id).select_related("agent").first()
+    if thread is None:
+        return None
+    agent_name, _, name = call.tool_name.partition(".")
+    if agent_name != thread.agent.name:
+        return None
+    tool_pk = (
+        DeclaredTool.objects.filter(agent=thread.agent, name=name, current=True).values_list("pk", flat=True).first()
+    )
+    return _adapter(tool_pk) if tool_pk is not None else None
+
+
+def current_tools() -> list[DeclaredToolAdapter]:
+    """Every agent's current declarations, as tools (the admin's rules and settings offer them by name)."""
+    tools = DeclaredTool.objects.filter(current=True).select_related("agent").order_by("agent__name", "name")
+    return [_cached(tool.pk, tool.created_at) for tool in tools]

@@ -1,0 +1,130 @@
+"""The API's bodies: pydantic schemas (like the tools'), unknown fields refused, types strict."""
+
+from datetime import datetime
+from typing import Any, Literal
+
+from ninja import Schema
+from pydantic import ConfigDict, Field
+
+from approvals.tools import DECISIONS
+
+from .models import TOOL_NAME_PATTERN
+
+DecisionName = Literal["approve", "edit", "reject", "respond"]
+TierName = Literal["read_only", "reversible", "approval", "forbidden"]
+Status = Literal[
+    "pending",
+    "approved",
+    "rejected",
+    "expired",
+    "cancelled",
+    "executing",
+    "executed",
+    "failed",
+    "forbidden",
+    "invalid",
+    "undone",
+]
+TEXT = 100_000
+
+
+class In(Schema):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class ToolIn(In):
+    description: str = Field("", max_length=10_000)
+    input_schema: dict[str, Any]
+    tier: TierName
+    description_template: str = Field("", max_length=2_000)
+    decisions: list[DecisionName] = Field(default_factory=lambda: list(DECISIONS), min_length=1, max_length=4)
+    key_fields: list[str] = Field(default_factory=list, max_length=20)
+
+
+class ToolOut(Schema):
+    name: str
+    version: int
+    description: str
+    input_schema: dict[str, Any]
+    tier: TierName
+    description_template: str
+    decisions: list[DecisionName]
+    key_fields: list[str]
+    created_at: datetime
+
+
+class CallIn(In):
+    thread_id: str = Field(min_length=1, max_length=200)
+    tool: str = Field(pattern=TOOL_NAME_PATTERN)
+    arguments: dict[str, Any]
+    reasoning: str = Field("", max_length=TEXT)
+    user_request: str = Field("", max_length=TEXT)
+    facts: dict[str, Any] = Field(default_factory=dict)
+    idempotency_key: str = Field(min_length=1, max_length=200)
+
+
+class ChangeOut(Schema):
+    field: str
+    before: Any = None
+    after: Any = None
+
+
+class DecisionOut(Schema):
+    verdict: Literal["approve", "edit", "reject", "respond", "expire"]
+    arguments: dict[str, Any] | None
+    changes: list[ChangeOut]
+    reason: str
+    guidance: str
+    reviewer: str | None
+    decided_at: datetime
+    execution_key: str | None
+
+
+class ResultOut(Schema):
+    ok: bool
+    output: str
+    reported_at: datetime
+
+
+class CallOut(Schema):
+    id: int
+    thread_id: str
+    tool: str
+    tool_version: int
+    arguments: dict[str, Any] | None
+    status: Status
+    decision: DecisionOut | None
+    result: ResultOut | None
+    created_at: datetime
+    expires_at: datetime | None
+    url: str
+
+
+class ClaimIn(In):
+    execution_key: str = Field(min_length=1, max_length=100)
+
+
+class ClaimOut(Schema):
+    claimed: bool
+    call: CallOut
+
+
+class ResultIn(In):
+    execution_key: str = Field(min_length=1, max_length=100)
+    ok: bool
+    output: str = Field("", max_length=TEXT)
+
+
+class WebhookIn(In):
+    url: str = Field(min_length=1, max_length=2_000)
+
+
+class WebhookOut(Schema):
+    id: int
+    url: str
+    secret: str
+
+
+class ErrorOut(Schema):
+    detail: str
+    errors: dict[str, list[str]]

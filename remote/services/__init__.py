@@ -1,0 +1,27 @@
+"""Everything that writes the remote agents' side of the record, keyword-only, each write atomic.
+
+- identities: agents and their user accounts
+- declarations: tools declared once, versioned
+- calls: proposed (idempotently), claimed (exactly one caller wins), reported
+- webhooks: registered (the secret shown once), deliveries logged, signed, retried
+"""
+
+from ..errors import Invalid
+from .calls import call_claim, call_propose, call_report, execution_key
+from .declarations import tool_declare
+from .identities import agent_get_or_create
+from .webhooks import deliveries_enqueue, delivery_attempt, delivery_redeliver, webhook_create
+
+__all__ = [
+    "Invalid",
+    "agent_get_or_create",
+    "call_claim",
+    "call_propose",
+    "call_report",
+    "deliveries_enqueue",
+    "delivery_attempt",
+    "delivery_redeliver",
+    "execution_key",
+    "tool_declare",
+    "webhook_create",
+]

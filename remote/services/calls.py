@@ -1,0 +1,183 @@
+"""A remote agent's calls: proposed through the same gate as the model's, claimed once, reported once.
+
+A proposal becomes an assistant message with one tool call in the run of its thread, and goes
+through approvals' gate (schema, tier, rules as data, groups, N-of-M, expiry); what a reviewer
+decides comes back to the agent by long-poll and webhook. The agent executes approved calls
+itself: it claims the execution with the decision's execution key (a conditional update
+exactly one caller wins) and reports the result, which the trail records.
+"""
+
+import hmac
+import json
+import uuid
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from approvals import access, audit, live, services
+from approvals.hashing import args_hash, canonical_json
+from approvals.models import Message, Run, Tier, ToolCall
+from approvals.services.transcript import record_output
+from approvals.tools import ArgumentsInvalid
+
+from ..declared import adapter_for
+from ..errors import Conflict, Invalid, NotFound, invalid_fields
+from ..models import DeclaredTool, RemoteAgent, RemoteCall, Thread
+
+RUNNABLE = (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING)
+REPORTED = (ToolCall.Status.EXECUTED, ToolCall.Status.FAILED)
+
+
+def execution_key(call: ToolCall) -> str:
+    """The key that lets the agent execute exactly what was approved (derived, never stored)."""
+    message = f"reviewhub-execution:{call.pk}:{args_hash(call.approved_arguments)}"
+    return "ek_" + hmac.new(settings.SECRET_KEY.encode(), message.encode(), "sha256").hexdigest()[:40]
+
+
+def _thread_run(agent: RemoteAgent, thread_id: str, user_request: str) -> Run:
+    threads = Thread.objects.filter(agent=agent, thread_id=thread_id, run__in=access.agent_runs(agent.user))
+    thread = threads.select_related("run").first()
+    if thread is not None:
+        return thread.run
+    run = services.run_create(
+        agent=agent.name,
+        request=user_request or f"Thread {thread_id}",
+        requested_by=agent.user,
+        advanced_by=Run.AdvancedBy.REMOTE,
+    )
+    Thread.objects.create(agent=agent, thread_id=thread_id, run=run)
+    return run
+
+
+def _existing(agent: RemoteAgent, key: str, request_hash: str) -> ToolCall | None:
+    found = RemoteCall.objects.filter(agent=agent, idempotency_key=key).select_related("tool_call").first()
+    if found is None:
+        return None
+    if found.request_hash != request_hash:
+        raise Conflict(
+            "This idempotency key was used for a different proposal.",
+            {"idempotency_key": ["Used before with a different body; use a new key for a new call."]},
+        )
+    return found.tool_call
+
+
+def _declared(agent: RemoteAgent, name: str, arguments: dict) -> DeclaredTool:
+    tool = DeclaredTool.objects.filter(agent=agent, name=name, current=True).first()
+    if tool is None:
+        raise NotFound(f"There is no tool named {name!r}; declare it first (PUT /api/v1/tools/{{name}}).")
+    if tool.tier == Tier.FORBIDDEN:
+        raise Invalid(f"{name} is forbidden.", {"tool": [f"{name} is forbidden: its calls are never run."]})
+    try:
+        adapter_for(tool).parse(arguments)
+    except ArgumentsInvalid as exc:
+        raise invalid_fields(exc.errors, "arguments")
+    return tool
+
+
+def call_refusal(call: ToolCall) -> Invalid | None:
+    """For a call the gate refused (a rule forbids it): the 422 the agent gets. It is in the trail all the same,
+    so the API raises it after the proposal's commit."""
+    if call.status in (ToolCall.Status.FORBIDDEN, ToolCall.Status.INVALID):
+        return Invalid(call.output, {"tool": [call.output]})
+    return None
+
+
+@transaction.atomic
+def call_propose(*, agent: RemoteAgent, proposal: dict) -> tuple[ToolCall, bool]:
+    """Propose a call (thread_id, tool, arguments, reasoning, user_request, facts, idempotency_key).
+
+    Returns the call and whether it is new (a call the gate refused: see call_refusal). The same key with
+    the same body returns the same call; with another body, 409. Arguments failing the declared schema:
+    422 naming the field, nothing stored.
+    """
+    RemoteAgent.objects.select_for_update().get(pk=agent.pk)  # proposals of one agent one at a time
+    request_hash = args_hash(canonical_json(proposal))
+    existing = _existing(agent, proposal["idempotency_key"], request_hash)
+    if existing is not None:
+        return existing, False
+    tool = _declared(agent, proposal["tool"], proposal["arguments"])
+    run = _thread_run(agent, proposal["thread_id"], proposal["user_request"])
+    if proposal["user_request"] and proposal["user_request"] != run.messages.filter(role="user").last().content:
+        services.message_append(run=run, role=Message.Role.USER, content=proposal["user_request"])
+    raw = json.dumps(proposal["arguments"], ensure_ascii=False)
+    proposed = services.ProposedCall(f"call_{uuid.uuid4().hex[:24]}", tool.qualified_name, raw)
+    message = services.step_record(run=run, content=proposal["reasoning"], calls=[proposed])
+    call = message.calls.get()
+    fields = {"agent_facts": proposal["facts"], "user_request": proposal["user_request"] or run.request}
+    ToolCall.objects.filter(pk=call.pk).update(**fields)
+    RemoteCall.objects.create(
+        tool_call=call,
+        agent=agent,
+        tool=tool,
+        thread_id=proposal["thread_id"],
+        idempotency_key=proposal["idempotency_key"],
+        request_hash=request_hash,
+    )
+    status = Run.Status.WAITING if call.status == ToolCall.Status.PENDING else Run.Status.RUNNING
+    services.run_set_status(run=run, status=status)
+    call.refresh_from_db()
+    return call, True
+
+
+def agent_call(agent: RemoteAgent, call_id: int, *, lock: bool = False) -> ToolCall:
+    """The call if this agent may see it (access.agent_calls); else NotFound, as if it did not exist."""
+    calls = access.agent_calls(agent.user).select_related("run", "remote__tool")
+    if lock:
+        calls = calls.select_for_update(of=("self",))
+    call = calls.filter(pk=call_id).first()
+    if call is None:
+        raise NotFound("There is no such call.")
+    return call
+
+
+def _check_key(call: ToolCall, key: str) -> None:
+    if call.status not in (*RUNNABLE, *REPORTED) or call.approved_arguments is None:
+        raise Conflict(f"This call is {call.status}, not approved: it must not be executed.")
+    if not hmac.compare_digest(key.encode(), execution_key(call).encode()):
+        raise Conflict("Wrong execution key for this call.", {"execution_key": ["Not this call's execution key."]})
+
+
+def call_claim(*, agent: RemoteAgent, call_id: int, key: str) -> tuple[bool, ToolCall]:
+    """Take an approved call for execution: exactly one caller wins; the others get its recorded state."""
+    call = agent_call(agent, call_id)
+    _check_key(call, key)
+    with transaction.atomic():
+        won = ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED).update(
+            status=ToolCall.Status.EXECUTING, claimed_at=timezone.now()
+        )
+        if won:
+            payload = {"claimed_by": agent.name, "arguments": call.approved_arguments, "execution_key_of": "agent"}
+            audit.record(audit.AuditEvent.Kind.EXECUTING, tool_call=call, actor=agent.user, payload=payload)
+            live.call_changed(call.pk)
+            live.run_changed(call.run_id)
+    call.refresh_from_db()
+    return bool(won), call
+
+
+def _same_report(call: ToolCall, ok: bool, output: str) -> bool:
+    remote = call.remote
+    return remote.reported_at is not None and remote.reported_ok == ok and remote.reported_output == output
+
+
+@transaction.atomic
+def call_report(*, agent: RemoteAgent, call_id: int, key: str, ok: bool, output: str) -> ToolCall:
+    """Record what executing an approved call did. The same report again changes nothing; another one is 409."""
+    call = agent_call(agent, call_id, lock=True)
+    _check_key(call, key)
+    if call.status in REPORTED:
+        if _same_report(call, ok, output):
+            return call
+        raise Conflict("A different result was reported for this call already.")
+    now = timezone.now()
+    status = ToolCall.Status.EXECUTED if ok else ToolCall.Status.FAILED
+    ToolCall.objects.filter(pk=call.pk).update(status=status, executed_at=now, claimed_at=call.claimed_at or now)
+    RemoteCall.objects.filter(pk=call.pk).update(reported_ok=ok, reported_output=output, reported_at=now)
+    kind = audit.AuditEvent.Kind.EXECUTED if ok else audit.AuditEvent.Kind.FAILED
+    payload = {"reported_by": agent.name, "arguments": call.approved_arguments, "ok": ok, "output": output}
+    audit.record(kind, tool_call=call, actor=agent.user, payload=payload)
+    record_output(call=call, output=output if ok else f"Error: {output}")
+    live.call_changed(call.pk)
+    live.run_changed(call.run_id)
+    call.refresh_from_db()
+    return call

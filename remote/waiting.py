@@ -1,0 +1,101 @@
+"""Long-polls: a GET with ?wait= returns the moment a decision on its call commits.
+
+Each waiting request holds an asyncio.Event in its process. A decision wakes the waiters of its
+calls after the commit: in the embedded default directly (one process); with REDIS_URL through a
+Redis pub/sub channel that one listener per process reads, so every ASGI process wakes its own.
+Waiters also re-read the call every REVIEWHUB_WAIT_RECHECK_SECONDS, so a lost wake-up costs at
+most that long, never a missed decision.
+"""
+
+import asyncio
+import contextlib
+import json
+import logging
+import threading
+from collections import defaultdict
+
+from django.conf import settings
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "reviewhub:calls-decided"
+
+_lock = threading.Lock()
+_waiters: dict[int, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = defaultdict(set)
+_listeners: dict[asyncio.AbstractEventLoop, asyncio.Task] = {}
+_publisher = None
+
+
+def _wake_here(call_ids) -> None:
+    with _lock:
+        found = [waiter for call_id in call_ids for waiter in _waiters.get(int(call_id), ())]
+    for loop, event in found:
+        with contextlib.suppress(RuntimeError):  # that loop has closed: its request is gone
+            loop.call_soon_threadsafe(event.set)
+
+
+def wake(call_ids: list[int]) -> None:
+    """Tell every waiter of these calls, in any process, to read them again (after a commit)."""
+    if not call_ids:
+        return
+    if not settings.REDIS_URL:
+        _wake_here(call_ids)
+        return
+    global _publisher
+    try:
+        if _publisher is None:
+            import redis
+
+            _publisher = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5)
+        _publisher.publish(CHANNEL, json.dumps(call_ids))
+    except Exception as exc:  # the waiters' re-check reads the decision anyway
+        log.warning("could not publish a wake-up: %s", exc)
+        _wake_here(call_ids)
+
+
+async def _listen() -> None:
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(settings.REDIS_URL)
+    pubsub = client.pubsub()
+    try:
+        await pubsub.subscribe(CHANNEL)
+        async for message in pubsub.listen():
+            if message.get("type") == "message":
+                _wake_here(json.loads(message["data"]))
+    finally:
+        await pubsub.aclose()
+        await client.aclose()
+
+
+def _ensure_listener(loop: asyncio.AbstractEventLoop) -> None:
+    if not settings.REDIS_URL:
+        return
+    for stale in [other for other in _listeners if other.is_closed()]:
+        del _listeners[stale]
+    task = _listeners.get(loop)
+    if task is None or task.done():
+        _listeners[loop] = loop.create_task(_listen())
+
+
+class Waiter:
+    """`async with Waiter(call_id) as event:` registers before the first read, so no wake-up falls between."""
+
+    def __init__(self, call_id: int):
+        self.call_id = call_id
+        self.loop = asyncio.get_running_loop()
+        self.event = asyncio.Event()
+
+    async def __aenter__(self) -> asyncio.Event:
+        _ensure_listener(self.loop)
+        with _lock:
+            _waiters[self.call_id].add((self.loop, self.event))
+        return self.event
+
+    async def __aexit__(self, *exc) -> None:
+        with _lock:
+            waiters = _waiters.get(self.call_id)
+            if waiters is not None:
+                waiters.discard((self.loop, self.event))
+                if not waiters:
+                    del _waiters[self.call_id]

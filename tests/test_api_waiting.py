@@ -1,0 +1,111 @@
+"""Long-polls: GET /api/v1/calls/{id}?wait= returns the moment a decision commits, whoever makes it."""
+
+import threading
+
+import pytest
+from django.contrib.auth.models import Group
+from django.db import connections
+from django.test import Client
+
+from approvals import services
+from approvals.models import ToolCall
+from remote import waiting
+
+from .agentapi import AgentClient
+from .settings import reachable
+from .waiting import wait_for
+
+
+def _poll_in_thread(token: str, call_id: int, answers: list) -> threading.Thread:
+    def poll():
+        try:
+            client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+            answers.append(client.get(f"/api/v1/calls/{call_id}?wait=60").json())
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=poll)
+    thread.start()
+    return thread
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_poll_returns_when_a_reviewer_decides(roles, django_user_model, settings):
+    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120  # longer than the wait: only the wake-up can end it early
+    agent = AgentClient("poller")
+    agent.declare()
+    reviewer = django_user_model.objects.create_user("alice")
+    reviewer.groups.add(*Group.objects.filter(name="reviewers"))
+    call = ToolCall.objects.get(pk=agent.propose()["id"])
+    answers: list = []
+
+    thread = _poll_in_thread(agent.token, call.pk, answers)
+    assert wait_for(lambda: call.pk in waiting._waiters), "the long-poll never started waiting"
+    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+    thread.join(90)
+
+    assert answers and answers[0]["status"] == "approved"
+    assert answers[0]["decision"]["reviewer"] == "alice"
+    assert call.pk not in waiting._waiters
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_poll_of_a_call_already_decided_returns_at_once(roles, django_user_model, settings):
+    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120
+    agent = AgentClient("poller")
+    agent.declare(tier="read_only")
+    call = agent.propose()
+
+    answer = agent.get(f"/calls/{call['id']}?wait=60").json()
+
+    assert answer["status"] == "approved"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_poll_that_times_out_returns_the_pending_call(roles):
+    agent = AgentClient("poller")
+    agent.declare()
+    call = agent.propose()
+
+    answer = agent.get(f"/calls/{call['id']}?wait=0.2").json()
+
+    assert answer["status"] == "pending" and answer["decision"] is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_redis_a_decision_wakes_the_long_poll_through_pub_sub(roles, django_user_model, settings):
+    if not reachable("127.0.0.1", 6379):
+        pytest.skip("Redis is not reachable on 127.0.0.1:6379: this test needs it.")
+    settings.REDIS_URL = settings.REDIS_TEST_URL
+    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120
+    published = []
+    original = waiting._wake_here
+    agent = AgentClient("poller")
+    agent.declare()
+    reviewer = django_user_model.objects.create_user("alice")
+    reviewer.groups.add(*Group.objects.filter(name="reviewers"))
+    call = ToolCall.objects.get(pk=agent.propose()["id"])
+    answers: list = []
+
+    def heard(call_ids):  # what the listener hears from Redis
+        published.append(list(call_ids))
+        original(call_ids)
+
+    waiting._wake_here = heard
+    try:
+        thread = _poll_in_thread(agent.token, call.pk, answers)
+        assert wait_for(lambda: call.pk in waiting._waiters and waiting._listeners)
+        assert wait_for(lambda: _subscribed(settings.REDIS_TEST_URL)), "the listener never subscribed"
+        services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+        thread.join(90)
+    finally:
+        waiting._wake_here = original
+
+    assert answers and answers[0]["status"] == "approved"
+    assert any(call.pk in ids for ids in published)  # it came through Redis, not from this process directly
+
+
+def _subscribed(url: str) -> bool:
+    import redis
+
+    return bool(redis.Redis.from_url(url).pubsub_numsub(waiting.CHANNEL)[0][1])

@@ -1,0 +1,222 @@
+"""Webhooks: a decision is delivered signed as Standard Webhooks specifies, to checked targets, retried."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from django.test import Client
+from standardwebhooks.webhooks import Webhook as Verifier
+
+from approvals import services
+from approvals.models import ToolCall
+from remote import targets, tasks
+from remote.models import Webhook, WebhookDelivery
+from remote.services import delivery_attempt
+from remote.services.webhooks import ATTEMPTS, BACKOFF
+
+
+class Receiver(BaseHTTPRequestHandler):
+    status = 200
+    received: list = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["content-length"]))
+        self.received.append((dict(self.headers), body.decode()))
+        self.send_response(self.status)
+        if self.status in (301, 302):
+            self.send_header("Location", "http://127.0.0.1:9/elsewhere")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def receiver():
+    Receiver.received, Receiver.status = [], 200
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/hook", Receiver
+    server.shutdown()
+
+
+@pytest.fixture
+def scheduled(monkeypatch):
+    calls = []
+    monkeypatch.setattr(tasks, "schedule_delivery", lambda pk, countdown: calls.append((pk, countdown)))
+    return calls
+
+
+@pytest.fixture
+def hooked(refund_agent, receiver, settings):
+    """The agent with a webhook on the local receiver (private addresses allowed, as on one machine)."""
+    settings.REVIEWHUB_WEBHOOK_ALLOW_PRIVATE = True
+    response = refund_agent.post("/webhooks", {"url": receiver[0]})
+    assert response.status_code == 201, response.json()
+    return refund_agent, response.json()
+
+
+def decide(agent, reviewer, django_capture_on_commit_callbacks) -> ToolCall:
+    call = ToolCall.objects.get(pk=agent.propose()["id"])
+    with django_capture_on_commit_callbacks(execute=True):
+        services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+    return call
+
+
+def test_registering_shows_the_secret_once(hooked):
+    agent, hook = hooked
+    assert hook["secret"].startswith("whsec_")
+    assert "secret" not in json.dumps(agent.get("/tools").json())
+
+
+def test_a_decision_is_delivered_signed_and_verifies_with_standardwebhooks(
+    hooked, receiver, reviewer, scheduled, django_capture_on_commit_callbacks
+):
+    agent, hook = hooked
+    call = decide(agent, reviewer, django_capture_on_commit_callbacks)
+    delivery = WebhookDelivery.objects.get(tool_call=call)
+    assert scheduled == [(delivery.pk, 0)]
+
+    assert delivery_attempt(delivery_id=delivery.pk) == "delivered"
+
+    headers, body = receiver[1].received[0]
+    event = Verifier(hook["secret"]).verify(body, headers)
+    assert event["type"] == "call.decided" and event["data"]["id"] == call.pk
+    assert event["data"]["decision"]["verdict"] == "approve" and event["data"]["decision"]["execution_key"]
+    assert headers["webhook-id"] == delivery.message_id
+    delivery.refresh_from_db()
+    assert delivery.status == "delivered" and delivery.last_status_code == 200
+
+
+def test_a_tampered_delivery_does_not_verify(hooked, receiver, reviewer, scheduled, django_capture_on_commit_callbacks):
+    agent, hook = hooked
+    delivery_attempt(
+        delivery_id=WebhookDelivery.objects.get(
+            tool_call=decide(agent, reviewer, django_capture_on_commit_callbacks)
+        ).pk
+    )
+    headers, body = receiver[1].received[0]
+    with pytest.raises(Exception, match="signature"):
+        Verifier(hook["secret"]).verify(body.replace("approve", "reject"), headers)
+
+
+def test_a_failed_delivery_is_retried_with_backoff_then_given_up(
+    hooked, receiver, reviewer, scheduled, django_capture_on_commit_callbacks
+):
+    agent, _ = hooked
+    receiver[1].status = 500
+    delivery = WebhookDelivery.objects.get(tool_call=decide(agent, reviewer, django_capture_on_commit_callbacks))
+
+    assert delivery_attempt(delivery_id=delivery.pk) == "retry"
+    assert scheduled[-1] == (delivery.pk, BACKOFF[0])
+    assert delivery_attempt(delivery_id=delivery.pk) == "skipped"  # not due yet
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(attempts=ATTEMPTS - 1, next_attempt_at="2000-01-01T00:00Z")
+    assert delivery_attempt(delivery_id=delivery.pk) == "failed"
+
+    delivery.refresh_from_db()
+    assert delivery.status == "failed" and delivery.last_status_code == 500
+    assert sum(BACKOFF) >= 24 * 3600  # retried for about a day
+
+
+def test_a_redirect_is_not_followed(hooked, receiver, reviewer, scheduled, django_capture_on_commit_callbacks):
+    agent, _ = hooked
+    receiver[1].status = 302
+    delivery = WebhookDelivery.objects.get(tool_call=decide(agent, reviewer, django_capture_on_commit_callbacks))
+
+    assert delivery_attempt(delivery_id=delivery.pk) == "retry"
+
+    delivery.refresh_from_db()
+    assert "redirects are not followed" in delivery.last_error and len(receiver[1].received) == 1
+
+
+def test_the_admin_redelivers(
+    hooked, receiver, reviewer, scheduled, django_capture_on_commit_callbacks, django_user_model
+):
+    agent, _ = hooked
+    delivery = WebhookDelivery.objects.get(tool_call=decide(agent, reviewer, django_capture_on_commit_callbacks))
+    delivery_attempt(delivery_id=delivery.pk)
+    admin = Client()
+    admin.force_login(django_user_model.objects.create_superuser("root"))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        admin.post("/admin/remote/webhookdelivery/", {"action": "redeliver", "_selected_action": [delivery.pk]})
+
+    assert scheduled[-1] == (delivery.pk, 0)
+    assert delivery_attempt(delivery_id=delivery.pk) == "delivered"
+    assert len(receiver[1].received) == 2
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000/hook",
+        "http://localhost/hook",
+        "http://10.1.2.3/hook",
+        "http://192.168.0.10/hook",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[::1]/hook",
+        "http://[::ffff:127.0.0.1]/hook",
+        "http://100.64.0.1/hook",
+        "http://0.0.0.0/hook",
+    ],
+)
+def test_a_private_or_metadata_target_is_refused_by_default(url):
+    with pytest.raises(targets.TargetRefused):
+        targets.resolve(url, allow_private=False)
+
+
+@pytest.mark.parametrize(
+    "url", ["http://169.254.169.254/latest/meta-data/", "http://0.0.0.0/", "http://[fd00:ec2::254]/"]
+)
+def test_metadata_addresses_are_refused_even_when_private_ones_are_allowed(url):
+    with pytest.raises(targets.TargetRefused):
+        targets.resolve(url, allow_private=True)
+
+
+@pytest.mark.parametrize("url", ["ftp://example.com/", "http:///nohost", "http://user:pw@example.com/", "hook"])
+def test_a_url_that_is_not_a_plain_http_target_is_refused(url):
+    with pytest.raises(targets.TargetRefused):
+        targets.resolve(url, allow_private=True)
+
+
+def test_registering_a_loopback_target_is_refused_naming_the_url(agent, settings):
+    settings.REVIEWHUB_WEBHOOK_ALLOW_PRIVATE = False
+    response = agent.post("/webhooks", {"url": "http://127.0.0.1:8000/hook"})
+    assert response.status_code == 422 and "url" in response.json()["errors"]
+    assert not Webhook.objects.exists()
+
+
+def test_a_target_that_turned_private_is_not_sent_to(
+    hooked, receiver, reviewer, scheduled, settings, django_capture_on_commit_callbacks
+):
+    agent, _ = hooked
+    delivery = WebhookDelivery.objects.get(tool_call=decide(agent, reviewer, django_capture_on_commit_callbacks))
+    settings.REVIEWHUB_WEBHOOK_ALLOW_PRIVATE = False
+
+    assert delivery_attempt(delivery_id=delivery.pk) == "retry"
+
+    assert receiver[1].received == []
+    delivery.refresh_from_db()
+    assert "refused" in delivery.last_error
+
+
+def test_the_admin_adds_a_webhook_showing_its_secret_once_and_refuses_a_private_target(
+    agent, settings, django_user_model
+):
+    admin = Client()
+    admin.force_login(django_user_model.objects.create_superuser("root"))
+    settings.REVIEWHUB_WEBHOOK_ALLOW_PRIVATE = False
+
+    refused = admin.post(
+        "/admin/remote/webhook/add/", {"agent": agent.agent.pk, "url": "http://10.0.0.1/h", "active": "on"}
+    )
+    assert refused.status_code == 200 and not Webhook.objects.exists()
+    settings.REVIEWHUB_WEBHOOK_ALLOW_PRIVATE = True
+    added = admin.post(
+        "/admin/remote/webhook/add/", {"agent": agent.agent.pk, "url": "http://10.0.0.1/h", "active": "on"}, follow=True
+    )
+
+    secret = Webhook.objects.get().secret
+    assert secret in added.content.decode()
+    assert secret not in admin.get(f"/admin/remote/webhook/{Webhook.objects.get().pk}/change/").content.decode()
