@@ -73,6 +73,7 @@ def test_every_page_is_accessible_and_fits_a_phone(live_server, make_run, review
         ("ops:notifications", []),
     ]:
         problems += check(page, base + reverse(name, args=args), size)
+    problems += check(page, base + reverse("approvals:call", args=[call.pk]) + "?edit=1", size)
 
     page.goto(base + reverse("approvals:queue"))
     page.locator("#queue a.row-link").first.click()
