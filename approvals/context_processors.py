@@ -1,6 +1,6 @@
 from functools import cache
 
-from .access import can_start_run, is_reviewer
+from .access import can_set_notifications, can_start_run, is_reviewer
 from .selectors import pending_count
 
 
@@ -13,4 +13,5 @@ def queue_count(request):
         "queue_count": cache(lambda: pending_count(user)),
         "is_reviewer": is_reviewer(user),
         "may_start_runs": can_start_run(user)[0],
+        "may_set_notifications": can_set_notifications(user)[0],
     }

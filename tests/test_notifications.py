@@ -5,6 +5,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.contrib.auth.models import Group
 from django.core import mail
+from django.urls import reverse
 from django.utils import timezone
 
 from approvals.models import ToolSetting
@@ -180,3 +181,11 @@ def test_a_reviewer_who_turned_browser_notifications_off_gets_the_toast_without_
     messages = fanout.call_messages(call.pk, [reviewer.pk, reviewer2.pk])
     assert 'data-toast="new" data-notify="0"' in messages[reviewer.pk]
     assert 'data-toast="new">' in messages[reviewer2.pk]
+
+
+def test_the_navigation_links_to_notification_settings_for_those_who_may_set_them(client, reviewer, auditor):
+    url = reverse("ops:notifications")
+    client.force_login(reviewer)
+    assert f'href="{url}"' in client.get(reverse("agents:runs")).content.decode()
+    client.force_login(auditor)
+    assert f'href="{url}"' not in client.get(reverse("agents:runs")).content.decode()

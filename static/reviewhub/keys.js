@@ -43,6 +43,13 @@
     return after[0] || list[list.length - 1] || null;
   }
 
+  // On a phone there is no room for the pane beside the list: a row opens the call's page (its plain link), so
+  // htmx never hears the click. Keep in step with the phone breakpoint in app.css.
+  var PHONE = window.matchMedia("(max-width: 640px)");
+  document.addEventListener("click", function (event) {
+    if (PHONE.matches && event.target.closest && event.target.closest("#queue a.row-link")) event.stopPropagation();
+  }, true);
+
   document.addEventListener("click", function (event) {
     var link = event.target.closest && event.target.closest("#queue a.row-link");
     if (!link || event.ctrlKey || event.metaKey || event.shiftKey) return;
