@@ -3,7 +3,7 @@ from django.apps import AppConfig
 
 class AgentsConfig(AppConfig):
     name = "agents"
-    verbose_name = "Agents and the demo shop"
+    verbose_name = "Agents"
 
     def ready(self):
-        from . import checks, tools  # noqa: F401  registers the system checks and the demo tools
+        from . import checks  # noqa: F401  registers the system checks

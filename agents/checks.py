@@ -3,7 +3,10 @@
 from django.conf import settings
 from django.core import checks
 
+from approvals.tools import registry as tools
+
 from . import llm
+from .agents import registry
 
 
 @checks.register()
@@ -20,4 +23,19 @@ def turn_lease_outlasts_a_model_turn(app_configs=None, **kwargs) -> list[checks.
             hint="Raise TURN_LEASE_SECONDS, or lower OPENAI_TIMEOUT or OPENAI_MAX_RETRIES.",
             id="agents.W001",
         )
+    ]
+
+
+@checks.register()
+def agents_declare_registered_tools(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    """An agent's tool list names tools that exist: a misspelt one would silently never be offered."""
+    return [
+        checks.Error(
+            f"Agent {agent.name!r} declares the tool {name!r}, which no app registers.",
+            hint="Register the tool (approvals.tools.registry.register) or remove it from the agent's tools.",
+            id="agents.E002",
+        )
+        for agent in registry.all()
+        for name in agent.tools
+        if tools.get(name) is None
     ]

@@ -80,7 +80,7 @@ def _advance(run_id: int, *, only: str | None) -> str | None:
         if was_waiting:
             services.run_resumed(run=run)
         try:
-            reply = llm.complete(transcript(run), registry.openai_specs())
+            reply = llm.complete(transcript(run), registry.openai_specs(agent=run.agent))
         except llm.ModelError as exc:
             services.run_fail(run=run, error=str(exc))
             return

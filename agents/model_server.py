@@ -1,114 +1,41 @@
 """A scripted, deterministic OpenAI-compatible model server.
 
-It plays a support agent on the demo shop, so the demo and the tests go
-through the real openai client over real HTTP. Tests can also queue exact
+It plays whatever agent the apps script (an app registers a script in its
+AppConfig.ready(): `model_server.register_script(respond)`; the demo shop's is
+shop/script.py), so the demo and the tests go through the real openai client
+over real HTTP. A script gets the chat request and returns (content, tool calls),
+or None to leave it to the next script. Tests can also queue exact
 replies:  POST /_script  {"replies": [{"content": "...", "tool_calls": [{"name": "...", "arguments": {...}}]},
                                         {"error": 500}, {"malformed": true}]}
 GET /_requests returns the chat requests received so far; POST /_reset clears both.
 
-Run it:  python -m agents.model_server --port 8765
+Run it:  python manage.py model_server --port 8765
 """
 
-import argparse
 import hashlib
 import json
-import re
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-ORDER = re.compile(r"\bA-\d{4}\b")
-AMOUNT = re.compile(r"\$(\d+(?:\.\d{1,2})?)")
-EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
-
-# The demo shop's customers, by first name, as the scripted agent "remembers" them, with an order of theirs.
-KNOWN = {
-    "dana": ("Dana Smith", "dana.smith@gmail.co", "A-1001"),  # not Dana's real address: a reviewer should catch it
-    "lee": ("Lee Wong", "lee.wong@example.com", "A-1002"),
-    "maria": ("Maria Garcia", "maria.garcia@example.com", "A-1003"),
-}
+Reply = tuple[str, list[dict]]
+_scripts: list[Callable[[dict], Reply | None]] = []
 
 
-def _call(name: str, arguments: dict) -> dict:
-    return {"name": name, "arguments": arguments}
+def register_script(script: Callable[[dict], Reply | None]) -> None:
+    """Add a script (once): it answers chat requests nobody queued a reply for, or returns None."""
+    if script not in _scripts:
+        _scripts.append(script)
 
 
-def plan(instruction: str, default_order: str = "A-1001") -> tuple[str, list[dict]]:
-    """What the agent says and which tools it calls for a user instruction.
-
-    An instruction that names no order (a reviewer's guidance, say) is about the
-    order of the conversation so far, default_order.
-    """
-    text = instruction.lower()
-    orders = ORDER.findall(instruction)
-    order = orders[0] if orders else default_order
-    if "delete" in text and "customer" in text:
-        return "The customer wants their account removed; I'll delete the customer record.", [
-            _call("delete_customer", {"customer_id": 1})
-        ]
-    if "cancel" in text:
-        return f"I'll cancel order {order} for the customer.", [_call("cancel_order", {"order_id": order})]
-    if "email" in text:
-        return _plan_email(instruction, orders)
-    if "refund" in text:
-        return _plan_refund(instruction, order)
-    if orders:
-        return f"Let me look up order {order}.", [_call("get_order_status", {"order_id": order})]
-    query = EMAIL.findall(instruction) or [w for w in instruction.split() if w.istitle()][-1:] or [instruction[:40]]
-    return "Let me look up the customer.", [_call("lookup_customer", {"query": query[0].strip(".,")})]
-
-
-def _plan_email(instruction: str, orders: list[str]) -> tuple[str, list[dict]]:
-    text = instruction.lower()
-    name = next((k for k in KNOWN if k in text), "dana")
-    full, address, their_order = KNOWN[name]
-    explicit = EMAIL.findall(instruction)
-    shipped = "Your replacement has shipped and should arrive in 2-3 days."
-    body = f"Hi {full.split()[0]},\n\n{shipped}\n\nBest,\nThe support team"
-    arguments = {
-        "to": explicit[0] if explicit else address,
-        "order_id": orders[0] if orders else their_order,
-        "subject": "An update on your order",
-        "body": body,
-    }
-    return f"I'll email {full} to let them know.", [_call("send_email", arguments)]
-
-
-def _plan_refund(instruction: str, order: str) -> tuple[str, list[dict]]:
-    text = instruction.lower()
-    amounts = [float(a) for a in AMOUNT.findall(instruction)]
-    amount = amounts[0] if amounts else 10.0
-    refund = _call("issue_refund", {"order_id": order, "amount": amount, "reason": "Item arrived damaged"})
-    if any(word in text for word in ("check", "status", "look up")):
-        lookup = _call("get_order_status", {"order_id": order})
-        return f"I'll check order {order} and refund ${amount:.2f} at the same time.", [lookup, refund]
-    return f"The customer reports a problem with order {order}; I'll refund ${amount:.2f}.", [refund]
-
-
-def follow_up(messages: list[dict]) -> tuple[str, list[dict]]:
-    """After tool outputs: retry with a real tool where one was made up, else summarise."""
-    outputs = []
-    for message in reversed(messages):
-        if message.get("role") != "tool":
-            break
-        outputs.append(message.get("content") or "")
-    outputs.reverse()
-    if any("no tool named 'cancel_order'" in o for o in outputs):
-        request = next(m["content"] for m in messages if m.get("role") == "user")
-        order = (ORDER.findall(request) or ["A-1001"])[0]
-        return "I can't cancel orders myself; I'll leave a note for the team instead.", [
-            _call("add_order_note", {"order_id": order, "text": "Customer asked to cancel this order."})
-        ]
-    return "Here is what happened:\n" + "\n".join(f"- {o}" for o in outputs), []
-
-
-def respond(messages: list[dict]) -> tuple[str, list[dict]]:
-    """Plan from the latest user message (the request, or a reviewer's guidance after tool outputs)."""
-    last = messages[-1] if messages else {"role": "user", "content": ""}
-    if last.get("role") == "tool":
-        return follow_up(messages)
-    mentioned = [o for m in messages if m.get("role") == "user" for o in ORDER.findall(m.get("content") or "")]
-    return plan(last.get("content") or "", mentioned[0] if mentioned else "A-1001")
+def respond(request: dict) -> Reply:
+    """The first registered script's answer; without one, a reply that ends the run."""
+    for script in _scripts:
+        reply = script(request)
+        if reply is not None:
+            return reply
+    return "I have no script for this request, so I stop here.", []
 
 
 class ModelServer(ThreadingHTTPServer):
@@ -195,7 +122,7 @@ class Handler(BaseHTTPRequestHandler):
             self.server.requests.append(body)
             scripted = self.server.script.pop(0) if self.server.script else None
         if scripted is None:
-            content, calls = respond(body.get("messages", []))
+            content, calls = respond(body)
             return self._json(200, completion(body, content, calls))
         if scripted.get("delay"):
             time.sleep(scripted["delay"])
@@ -211,17 +138,3 @@ def serve(host: str = "127.0.0.1", port: int = 0) -> ModelServer:
     server = ModelServer((host, port))
     threading.Thread(target=server.serve_forever, daemon=True, name="model-server").start()
     return server
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8765)
-    options = parser.parse_args()
-    server = ModelServer((options.host, options.port))
-    print(f"Scripted model server on {server.url}", flush=True)
-    server.serve_forever()
-
-
-if __name__ == "__main__":
-    main()

@@ -1,11 +1,13 @@
 from approvals import services as approvals_services
 from approvals.models import Run
 
-from .agents import AGENTS
+from .agents import registry
 
 
 def run_start(*, agent_name: str, request: str, requested_by=None, dry_run: bool = False) -> Run:
-    agent = AGENTS[agent_name]
+    agent = registry.get(agent_name)
+    if agent is None:
+        raise ValueError(f"there is no agent named {agent_name!r}")
     return approvals_services.run_create(
         agent=agent.name, request=request, requested_by=requested_by, system_prompt=agent.system_prompt, dry_run=dry_run
     )

@@ -47,7 +47,7 @@ def new_run(request: HttpRequest) -> HttpResponse:
                 dry_run=form.cleaned_data["dry_run"],
             )
             return redirect("approvals:run", pk=run.pk)
-    context = {"form": form, "runs_as": settings.REVIEWHUB_DEMO_RUNS_AS}
+    context = {"form": form, "runs_as": settings.REVIEWHUB_DEMO_RUNS_AS, "agents": agents.registry.all()}
     return render(request, "agents/new_run.html", context, status=400 if form.errors else 200)
 
 

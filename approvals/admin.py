@@ -17,7 +17,7 @@ from django.core.handlers.asgi import ASGIRequest
 from django.db.models import OuterRef, Subquery
 from django.http import HttpResponseBadRequest, StreamingHttpResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from . import (
     audit,
@@ -38,6 +38,7 @@ from .admin_filters import (
 from .admin_records import RecordAdmin, _pretty, _text, revealed
 from .models import AuditEvent, Decision, Message, Run, ToolCall
 from .templatetags.review import reveal
+from .tools import registry
 
 
 class ToolCallInline(admin.TabularInline):
@@ -64,7 +65,7 @@ class RunAdmin(RecordAdmin):
     list_filter = ["status", ("created_at", DateRangeFilter)]
     list_select_related = ["requested_by"]
     search_fields = ["id"]
-    search_help_text = "A run id or UUID, an order number (A-1001), a customer's email or name."
+    search_help_text = property(lambda self: search.help_text("A run id or UUID"))
     sortable_by = ["id", "created"]
     inlines = [ToolCallInline]
     ordering = ["-pk"]
@@ -93,11 +94,11 @@ class RunAdmin(RecordAdmin):
 
 @admin.register(ToolCall)
 class ToolCallAdmin(RecordAdmin):
-    list_display = ["id", "tool", "status", "decision", "order", "customer", "run_link", "created"]
+    list_display = ["id", "tool", "status", "decision", "key_values", "run_link", "created"]
     list_filter = [ToolFilter, "tier", OutcomeFilter, "status", CallReviewerFilter, ("created_at", DateRangeFilter)]
     list_select_related = ["run"]
     search_fields = ["id"]
-    search_help_text = "A call or run id, a run's UUID, an order number (A-1001), a customer's email or name."
+    search_help_text = property(lambda self: search.help_text("A call or run id, a run's UUID"))
     sortable_by = ["id", "created"]
     ordering = ["-created_at", "-pk"]  # the created_at index serves a date filter and the order at once
     fieldsets = [
@@ -158,14 +159,14 @@ class ToolCallAdmin(RecordAdmin):
             context["chain"] = audit.call_chain(obj)
         return super().render_change_form(request, context, add, change, form_url, obj)
 
-    @admin.display(description="order")
-    def order(self, call):
-        return reveal((call.arguments or {}).get("order_id", ""))
-
-    @admin.display(description="customer")
-    def customer(self, call):
-        facts = call.facts or {}
-        return reveal(facts.get("customer") or facts.get("customer_email") or (call.arguments or {}).get("to", ""))
+    @admin.display(description="key fields")
+    def key_values(self, call):
+        """What the call's tool declares tells its calls apart: key arguments, then key facts."""
+        tool = registry.get(call.tool_name)
+        if tool is None:
+            return ""
+        pairs = tool.key_values(call.arguments) + tool.key_facts_values(call.facts)
+        return format_html_join(" · ", "{}: {}", ((name, reveal(value)) for name, value in pairs))
 
     @admin.display(description="decision")
     def decision(self, call):
@@ -208,7 +209,7 @@ class DecisionAdmin(RecordAdmin):
     list_filter = [CallToolFilter, "verdict", ReviewerFilter, "final", ("created_at", DateRangeFilter)]
     list_select_related = ["tool_call", "reviewer"]
     search_fields = ["id"]
-    search_help_text = "A call or run id, an order number (A-1001), a customer's email or name."
+    search_help_text = property(lambda self: search.help_text("A call or run id"))
     sortable_by = ["id", "created"]
     ordering = ["-created_at", "-pk"]
     fields = [
@@ -253,7 +254,7 @@ class AuditEventAdmin(RecordAdmin):
     list_filter = ["kind", CallToolFilter, ActorFilter, ("created_at", DateRangeFilter)]
     list_select_related = ["run", "tool_call"]
     search_fields = ["id"]
-    search_help_text = "A call or run id, a run's UUID, an order number (A-1001), a customer's email or name."
+    search_help_text = property(lambda self: search.help_text("A call or run id, a run's UUID"))
     sortable_by = []
     # Newest first by time, then id: with a date filter, ordering by id alone makes
     # PostgreSQL walk the primary key backwards through every newer event.

@@ -1,9 +1,11 @@
-"""What an auditor types into a search box: a run or call id, a run's UUID, an order, a customer.
+"""What an auditor types into a search box: a run or call id, a run's UUID, or what the tools declare.
 
-Each function returns a Q for one model, built so that every branch can use an
-index on PostgreSQL: ids by primary key, orders and customers by containment
-(`@>`) on the call's arguments and facts (GIN indexes, migration 0005), and only
-a name fragment falls back to a scan of the calls' customer names.
+Each tool says what its calls can be found by (`Tool.search_fields`: an order
+number, an address, a customer's name). Each function returns a Q for one model,
+built so that every branch can use an index on PostgreSQL: ids by primary key,
+a term a search field's pattern recognises by containment (`@>`) on the call's
+arguments or facts (GIN indexes, migration 0005); only a term no pattern
+recognises falls back to a scan of the fields declared without one (names).
 """
 
 import re
@@ -13,9 +15,8 @@ from django.db import connection
 from django.db.models import Q
 
 from .models import ToolCall
+from .tools import registry
 
-ORDER = re.compile(r"^[A-Za-z]-\d+$")
-EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
 ID = re.compile(r"^[0-9]{1,18}$")  # ASCII digits only, and few enough for a bigint
 
 
@@ -32,7 +33,7 @@ def _has(field: str, key: str, value: str) -> Q:
 
 
 def calls(term: str) -> Q:
-    """Calls about this term: by id, run id, run UUID, order number, customer email or name."""
+    """Calls about this term: by id, run id, run UUID, or a value some tool declares searchable."""
     term = term.strip()
     if not term:
         return Q()
@@ -42,15 +43,27 @@ def calls(term: str) -> Q:
         return Q(run__public_id=uuid.UUID(term))
     except ValueError:
         pass
-    if ORDER.match(term):
-        return _has("arguments", "order_id", term.upper())
-    if EMAIL.match(term):
-        return (
-            _has("facts", "customer_email", term.lower())
-            | _has("arguments", "to", term.lower())
-            | _has("arguments", "to", term)
-        )
-    return Q(facts__customer__icontains=term)
+    return declared(term)
+
+
+def help_text(ids: str) -> str:
+    """What a search box finds: `ids` ("A call or run id"), then what the tools declare."""
+    labels = list(dict.fromkeys(f.label for f in registry.searchables() if f.label))
+    return ", ".join([ids, *labels]) + "."
+
+
+def declared(term: str) -> Q:
+    """The tools' search fields: exact values where a pattern recognises the term, else parts of names."""
+    fields = registry.searchables()
+    recognised = [f for f in fields if f.matches(term)]
+    found = Q(pk__in=[])
+    for field in recognised:
+        for value in field.values(term):
+            found |= _has(field.source, field.key, value)
+    if not recognised:
+        for field in (f for f in fields if not f.pattern):
+            found |= Q(**{f"{field.source}__{field.key}__icontains": term})
+    return found
 
 
 def runs(term: str) -> Q:

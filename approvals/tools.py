@@ -1,10 +1,12 @@
 """Tool declarations and the registry.
 
-A tool is a plain function plus a declaration. Apps that own tools (agents/)
-register them when Django starts; approvals/ reads the registry to validate,
-describe, gate and execute calls.
+A tool is a plain function plus a declaration. Apps that own tools (the demo
+shop/, say) register them when Django starts, and say which agent may use which
+(`registry.allow`); approvals/ reads the registry to validate, describe, gate,
+search and execute calls.
 """
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +36,29 @@ class ToolContext:
 
 
 @dataclass(frozen=True)
+class Searchable:
+    """A value of a call an auditor can find it by: argument or fact `key` (`source`).
+
+    With a `pattern`, a search term that matches it whole is looked for as that value exactly, in each of
+    `forms` ("as typed", "upper", "lower"): a containment query a GIN index answers on PostgreSQL. Without
+    one, any other term is looked for as a part of the value, case-insensitively (a scan: keep it for names).
+    """
+
+    key: str
+    source: str = "arguments"  # or "facts"
+    pattern: str = ""
+    forms: tuple[str, ...] = ("as typed",)
+    label: str = ""  # for the search box's help: "an order number (A-1001)"
+
+    def matches(self, term: str) -> bool:
+        return bool(self.pattern) and re.fullmatch(self.pattern, term) is not None
+
+    def values(self, term: str) -> list[str]:
+        spelled = {"as typed": term, "upper": term.upper(), "lower": term.lower()}
+        return list(dict.fromkeys(spelled[form] for form in self.forms))
+
+
+@dataclass(frozen=True)
 class Tool:
     name: str
     description: str
@@ -52,11 +77,20 @@ class Tool:
     key_fields: tuple[str, ...] = field(default_factory=tuple)
     # Which decisions reviewers are offered (and the services accept) for this tool's calls.
     decisions: tuple[str, ...] = DECISIONS
+    # Fact names shown beside the key fields (the customer a refund goes to, say).
+    key_facts: tuple[str, ...] = field(default_factory=tuple)
+    # What an auditor can find this tool's calls by (an order number, an address, a customer's name).
+    search_fields: tuple[Searchable, ...] = field(default_factory=tuple)
 
     def key_values(self, arguments: dict | None) -> list[tuple[str, object]]:
         """This call's key fields as (name, value) pairs, in declared order, those present only."""
         arguments = arguments if isinstance(arguments, dict) else {}
         return [(name, arguments[name]) for name in self.key_fields if name in arguments]
+
+    def key_facts_values(self, facts: dict | None) -> list[tuple[str, object]]:
+        """This call's key facts as (name, value) pairs, in declared order, those present only."""
+        facts = facts if isinstance(facts, dict) else {}
+        return [(name, facts[name]) for name in self.key_facts if name in facts]
 
     def openai_spec(self) -> dict:
         schema = self.args_model.model_json_schema()
@@ -142,7 +176,8 @@ def field_errors(exc: ValidationError) -> dict[str, list[str]]:
 
 
 class Registry:
-    """The tools ReviewHub's own agents use, by name; and, for runs advanced elsewhere, where their tools are.
+    """The tools ReviewHub's own agents use, by name, and which of them each agent may call (an agent nobody
+    declared may call none); and, for runs advanced elsewhere, where their tools are.
 
     A run advanced by a remote agent never uses these tools: its calls' tools come from the
     source registered for it (remote/ adds one that reads the agent's declared tools).
@@ -150,6 +185,7 @@ class Registry:
 
     def __init__(self):
         self._tools: dict[str, Tool] = {}
+        self._allowed: dict[str, tuple[str, ...]] = {}
         self._sources: dict[str, Callable] = {}
         self._catalogs: list[Callable[[], Iterable[Tool]]] = []
 
@@ -158,10 +194,10 @@ class Registry:
         self._sources[advanced_by] = source
 
     def for_call(self, call) -> Tool | None:
-        """The tool of this call: a registered tool for local runs; the run's own source's for others."""
+        """The tool of this call: a tool its agent may call for local runs; the run's own source's for others."""
         advanced_by = call.run.advanced_by
         if advanced_by == "local":
-            return self.get(call.tool_name)
+            return self.get(call.tool_name, agent=call.run.agent)
         source = self._sources.get(advanced_by)
         return source(call) if source else None
 
@@ -180,15 +216,35 @@ class Registry:
         self._tools[tool.name] = tool
         return tool
 
-    def get(self, name: str) -> Tool | None:
+    def allow(self, *, agent: str, tools: Iterable[str]) -> None:
+        """The tools `agent`'s runs may call, by name; replaces what it was allowed before."""
+        self._allowed[agent] = tuple(tools)
+
+    def allowed(self, agent: str) -> tuple[str, ...]:
+        return self._allowed.get(agent, ())
+
+    def get(self, name: str, *, agent: str | None = None) -> Tool | None:
+        """The tool of this name; with `agent`, only if that agent may call it."""
+        if agent is not None and name not in self.allowed(agent):
+            return None
         return self._tools.get(name)
 
-    def all(self) -> list[Tool]:
-        return list(self._tools.values())
+    def all(self, *, agent: str | None = None) -> list[Tool]:
+        if agent is None:
+            return list(self._tools.values())
+        return [self._tools[name] for name in self.allowed(agent) if name in self._tools]
 
-    def openai_specs(self) -> list[dict]:
-        """Specs for the model: forbidden tools are never offered."""
-        return [tool.openai_spec() for tool in self._tools.values() if tool.tier != Tier.FORBIDDEN]
+    def offered(self, *, agent: str | None = None) -> list[Tool]:
+        """What a model may be offered: forbidden tools never are."""
+        return [tool for tool in self.all(agent=agent) if tool.tier != Tier.FORBIDDEN]
+
+    def openai_specs(self, *, agent: str | None = None) -> list[dict]:
+        """Specs for the model (of `agent`'s tools, if given): forbidden tools are never offered."""
+        return [tool.openai_spec() for tool in self.offered(agent=agent)]
+
+    def searchables(self) -> list[Searchable]:
+        """Every tool's search fields, each once."""
+        return list(dict.fromkeys(s for tool in self._tools.values() for s in tool.search_fields))
 
 
 registry = Registry()

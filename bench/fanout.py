@@ -88,7 +88,7 @@ def make_users(count: int):
     from django.contrib.auth.models import Group
     from django.test import Client
 
-    from agents import demo_data
+    from shop import demo_data
 
     demo_data.seed_shop()
     demo_data.setup_roles()

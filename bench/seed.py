@@ -34,7 +34,6 @@ from django.db import connection, transaction  # noqa: E402
 from psycopg import Copy  # noqa: E402
 from seed_calls import CallLifecycle  # noqa: E402
 
-from agents import demo_data  # noqa: E402
 from approvals.audit import _json_safe  # noqa: E402
 from approvals.hashing import event_hash  # noqa: E402
 from approvals.models import (  # noqa: E402
@@ -43,6 +42,7 @@ from approvals.models import (  # noqa: E402
     AuditHead,
     PolicyRule,
 )
+from shop import demo_data  # noqa: E402
 
 CUSTOMERS = [
     f"{first} {last}"

@@ -111,6 +111,7 @@ INSTALLED_APPS = [
     "ninja",
     "approvals",
     "agents",
+    "shop",
     "remote",
 ]
 

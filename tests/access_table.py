@@ -17,11 +17,11 @@ from django.contrib.contenttypes.models import ContentType
 from django.shortcuts import resolve_url
 from django.urls import URLResolver, get_resolver, reverse
 
-from agents import demo_data
-from agents.models import Order, OutgoingEmail, Refund
 from approvals import services
 from approvals.models import PolicyRule, Run, ToolCall, ToolSetting
 from approvals.routing import websocket_urlpatterns
+from shop import demo_data
+from shop.models import Order, OutgoingEmail, Refund
 
 from .reviewing import NOTE_CALL, REFUND_CALL, run_with
 
@@ -112,8 +112,8 @@ ADMIN_MODELS = {
     "approvals.run": RECORD, "approvals.toolcall": RECORD, "approvals.decision": RECORD,
     "approvals.message": RECORD, "approvals.auditevent": RECORD, "approvals.shadowresult": RECORD,
     "approvals.policyrule": EDITABLE, "approvals.toolsetting": EDITABLE,
-    "agents.customer": EDITABLE, "agents.order": EDITABLE, "agents.refund": EDITABLE,
-    "agents.ordernote": EDITABLE, "agents.outgoingemail": EDITABLE,
+    "shop.customer": EDITABLE, "shop.order": EDITABLE, "shop.refund": EDITABLE,
+    "shop.ordernote": EDITABLE, "shop.outgoingemail": EDITABLE,
     "auth.user": ACCOUNTS, "auth.group": ACCOUNTS,
     "remote.remoteagent": RECORD, "remote.agenttoken": RECORD, "remote.declaredtool": RECORD,
     "remote.webhookdelivery": RECORD, "remote.webhook": EDITABLE,

@@ -4,9 +4,10 @@ import urllib.request
 import pytest
 from django.db import connection, connections
 
-from agents import demo_data, loop, model_server
+from agents import loop, model_server
 from approvals import services
 from approvals.models import Message, Run
+from shop import demo_data
 from tests import stack, support
 from tests.agentapi import agent, other_agent, refund_agent  # noqa: F401 (the agent API's fixtures)
 

@@ -23,9 +23,9 @@ from pathlib import Path
 from django.utils import timezone
 
 from agents import services as agent_services
-from agents.models import Customer, Order, Refund
 from approvals import services
 from approvals.models import AuditEvent, Run, ToolCall
+from shop.models import Customer, Order, Refund
 
 from .stack import Processes, start_worker
 

@@ -9,9 +9,9 @@ from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from agents.models import OrderNote
 from approvals import services
 from approvals.models import Run, ToolCall, ToolSetting
+from shop.models import OrderNote
 
 from .reviewing import NOTE_CALL, REFUND_CALL, run_with
 

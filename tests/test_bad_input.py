@@ -10,8 +10,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from agents.models import Refund
 from approvals.models import AuditEvent, Decision, ToolCall
+from shop.models import Refund
 
 from .badinput import REFUND, pending_refund
 from .reviewing import post

@@ -2,7 +2,7 @@
 
 import pytest
 
-from agents.demo_data import DEMO_PASSWORD
+from shop.demo_data import DEMO_PASSWORD
 
 from .livestack import browser_login
 from .stack import sqlite_rows
@@ -34,7 +34,7 @@ def test_a_reviewer_edits_a_490_refund_to_49_approves_it_and_the_run_completes(d
     expect(page.locator("#run-status")).to_have_text("Completed", timeout=20000)
     expect(page.locator(".transcript")).to_contain_text("Refunded $49.00 on order A-1001")
 
-    assert [float(a) for (a,) in sqlite_rows(demo["db"], "select amount from agents_refund")] == [49.0]
+    assert [float(a) for (a,) in sqlite_rows(demo["db"], "select amount from shop_refund")] == [49.0]
 
 
 def test_the_queue_works_without_javascript(demo, page):

@@ -4,7 +4,7 @@ and guidance that the agent acts on."""
 
 import pytest
 
-from agents.demo_data import DEMO_PASSWORD
+from shop.demo_data import DEMO_PASSWORD
 
 from .livestack import browser_login
 from .stack import wait_for_rows
@@ -40,7 +40,7 @@ def test_a_reviewer_claims_previews_and_edits_an_email_seeing_the_changes(demo, 
     expect(card.locator("table.changes td.before")).to_contain_text("dana.smith@gmail.co")
     card.get_by_role("button", name="Approve with these arguments").click()
     expect(card.locator(".outcome")).to_contain_text("Edited and approved by reviewer")
-    assert wait_for_rows(demo["db"], 'select "to" from agents_outgoingemail') == [("dana.smith@example.com",)]
+    assert wait_for_rows(demo["db"], 'select "to" from shop_outgoingemail') == [("dana.smith@example.com",)]
 
 
 def test_a_reviewer_responds_with_guidance_and_the_agent_acts_on_it(demo, page):
@@ -52,6 +52,6 @@ def test_a_reviewer_responds_with_guidance_and_the_agent_acts_on_it(demo, page):
     card.get_by_role("button", name="Respond").click()
     expect(card).to_have_count(0)
     refunds = wait_for_rows(
-        demo["db"], "select o.number, r.amount from agents_refund r join agents_order o on o.id = r.order_id"
+        demo["db"], "select o.number, r.amount from shop_refund r join shop_order o on o.id = r.order_id"
     )
     assert [(number, float(amount)) for number, amount in refunds] == [("A-1002", 9.9)]

@@ -8,8 +8,8 @@ from django.db import connection
 from django.test import Client
 
 from agents import loop
-from agents.models import Refund
 from approvals.models import AuditEvent, Decision, Run, ToolCall
+from shop.models import Refund
 
 from .reviewing import post
 

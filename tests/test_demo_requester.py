@@ -6,9 +6,10 @@ import html
 import pytest
 from django.urls import reverse
 
-from agents import demo_data, loop
+from agents import loop
 from approvals import access, services
 from approvals.models import Run, ToolCall
+from shop import demo_data
 
 pytestmark = pytest.mark.django_db
 

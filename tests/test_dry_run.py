@@ -5,8 +5,8 @@ import pytest
 from django.core import mail
 from django.urls import reverse
 
-from agents.models import OrderNote, OutgoingEmail, Refund
 from approvals.models import Run, ToolCall
+from shop.models import OrderNote, OutgoingEmail, Refund
 
 from .reviewing import advance, call_url, pending_call, post
 

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from agents.models import Refund
 from approvals.models import Decision, ToolCall
+from shop.models import Refund
 
 from .reviewing import advance, call_url, pending_call, post
 

@@ -65,7 +65,7 @@ def test_a_forbidden_tool_is_never_offered_and_never_runs(run):
     call = propose(run, "delete_customer", {"customer_id": 1})
     assert call.status == ToolCall.Status.FORBIDDEN
     assert "not allowed" in tool_output(run)
-    from agents.models import Customer
+    from shop.models import Customer
 
     assert Customer.objects.filter(pk=1).exists() or Customer.objects.count() == 4
 

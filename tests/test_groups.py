@@ -5,9 +5,9 @@ import pytest
 from django.contrib.auth.models import Group
 from django.urls import reverse
 
-from agents.models import Refund
 from approvals import services
 from approvals.models import Decision, ToolCall, ToolSetting
+from shop.models import Refund
 
 from .reviewing import advance, call_url, pending_call, post, senior_rule
 

@@ -132,21 +132,21 @@ def test_an_escaped_tool_name_stays_escaped_where_it_is_shown_as_plain_text(admi
 
 
 def test_the_shops_admin_shows_what_customers_and_the_model_wrote_with_hidden_characters_as_such(admin_client, shop):
-    from agents.models import Customer, Order, OrderNote, OutgoingEmail
+    from shop.models import Customer, Order, OrderNote, OutgoingEmail
 
     customer = Customer.objects.create(name=f"Eve{HIDDEN}", email="eve@example.com", customer_since="2024-01-01")
     order = Order.objects.create(number="A-2001", customer=customer, total=10, status="delivered", items="Mug (1)")
     OrderNote.objects.create(order=order, text=f"Note{HIDDEN}", idempotency_key="note-1")
     OutgoingEmail.objects.create(to="eve@example.com", subject=f"Hi{HIDDEN}", body="Hello", idempotency_key="mail-1")
     for name in ("customer", "order", "ordernote", "outgoingemail"):
-        response = admin_client.get(reverse(f"admin:agents_{name}_changelist"))
+        response = admin_client.get(reverse(f"admin:shop_{name}_changelist"))
         assert response.status_code == 200
         assert "[U+202E]" in response.text, name
         assert raw_hidden(response.text) == [], name
 
 
 def test_the_approve_anyway_button_names_the_hidden_characters_of_the_warning_it_quotes(client, reviewer, run):
-    from agents.models import Customer
+    from shop.models import Customer
 
     from .reviewing import propose
 

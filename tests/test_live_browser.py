@@ -8,9 +8,9 @@ from django.db import connection
 from playwright.sync_api import expect
 
 from agents import services as agent_services
-from agents.models import Refund
 from approvals import services
 from approvals.models import Decision, Run, ToolCall
+from shop.models import Refund
 
 from .livestack import session_cookie
 from .stack import Processes, free_port, production_env, redis_available, start_asgi, start_worker

@@ -6,7 +6,7 @@ import re
 import urllib.parse
 import urllib.request
 
-from agents.demo_data import DEMO_PASSWORD
+from shop.demo_data import DEMO_PASSWORD
 
 from .livestack import http_login, parse_push, queue_socket
 from .stack import start_demo

@@ -3,9 +3,9 @@
 import pytest
 
 from agents import loop
-from agents.models import Customer, OrderNote, Refund
 from approvals import services
 from approvals.models import AuditEvent, Run, ToolCall
+from shop.models import Customer, OrderNote, Refund
 
 from .reviewing import decide
 

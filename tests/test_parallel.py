@@ -4,8 +4,8 @@ a batch approval is one decision per call; the run goes on when all are answered
 import pytest
 from django.urls import reverse
 
-from agents.models import OutgoingEmail, Refund
 from approvals.models import Decision, Run, ToolCall
+from shop.models import OutgoingEmail, Refund
 
 from .reviewing import advance, post, script_calls
 

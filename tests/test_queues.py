@@ -8,9 +8,9 @@ from django.db import connection
 
 from agents import dispatch, loop, tasks
 from agents import services as agent_services
-from agents.models import Refund
 from approvals import services
 from approvals.models import Run, ToolCall
+from shop.models import Refund
 
 from .stack import Processes, production_env, redis_available, start_worker
 

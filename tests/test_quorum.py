@@ -3,9 +3,9 @@ approve it, once; one reject ends it."""
 
 import pytest
 
-from agents.models import Refund
 from approvals import services
 from approvals.models import Decision, PolicyRule, ToolCall
+from shop.models import Refund
 
 from .reviewing import advance, call_url, pending_call, post
 

@@ -3,8 +3,8 @@ that the model reads after every output of the step, and acts on."""
 
 import pytest
 
-from agents.models import Refund
 from approvals.models import Decision, Run, ToolCall
+from shop.models import Refund
 
 from .reviewing import advance, pending_call, post, script_calls
 

@@ -5,10 +5,10 @@ import pytest
 from django.contrib.auth.models import Group
 from django.urls import reverse
 
-from agents.models import Refund
 from approvals import policy, services
 from approvals.models import AuditEvent, PolicyRule, ToolCall
 from approvals.tools import registry
+from shop.models import Refund
 
 from .reviewing import advance, pending_call, post, senior_rule
 

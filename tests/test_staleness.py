@@ -4,8 +4,8 @@ reviewers saw it, the call does not run and returns to the queue with the change
 import pytest
 from django.urls import reverse
 
-from agents.models import Customer, Order, Refund
 from approvals.models import AuditEvent, Decision, ToolCall
+from shop.models import Customer, Order, Refund
 
 from .reviewing import advance, call_url, pending_call, post
 

@@ -8,10 +8,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from agents import loop
-from agents.management.commands import demo
-from agents.models import Order, Refund
 from approvals import services
 from approvals.models import AuditEvent, Message, Run, ToolCall
+from shop.management.commands import demo
+from shop.models import Order, Refund
 
 from . import support
 from .reviewing import REFUND_40

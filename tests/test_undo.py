@@ -1,8 +1,8 @@
 import pytest
 from django.urls import reverse
 
-from agents.models import OrderNote
 from approvals.models import AuditEvent, ToolCall
+from shop.models import OrderNote
 
 pytestmark = pytest.mark.django_db
 

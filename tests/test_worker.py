@@ -9,10 +9,10 @@ from django.db import connection
 from django.utils import timezone
 
 from agents import loop
-from agents.models import Order, Refund
 from agents.tasks import advance_run
 from approvals import services
 from approvals.models import Decision, Run, ToolCall
+from shop.models import Order, Refund
 
 from .stack import Processes, production_env, redis_available, start_worker
 from .waiting import wait_for

@@ -32,11 +32,11 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from agents import services as agent_services
-from agents.models import Customer, Order
 from approvals import services
 from approvals.models import AuditEvent, Decision, Message, Run, ToolCall
 from approvals.services import ProposedCall
 from approvals.text import is_hidden, visible
+from shop.models import Customer, Order
 
 from .livestack import session_cookie
 from .payloads import ATTACKER, PAYLOADS, Payload
@@ -671,7 +671,7 @@ def store_payloads(payloads: list[Payload], requester, reviewer) -> Stored:
 
 def coverage(payloads: list[Payload]) -> dict[str, set[int]]:
     """Field -> the payloads stored in it, read back from the database."""
-    from agents.models import OrderNote, OutgoingEmail
+    from shop.models import OrderNote, OutgoingEmail
 
     def values(rows):
         for value in rows:
@@ -1004,7 +1004,7 @@ def the_auditors_pages(tour: Tour, admin, stored: Stored, live_run: Run) -> None
     event = AuditEvent.objects.filter(tool_call=stored.calls["waiting email"]).order_by("pk").first()
     tour.visit(admin, "/admin/approvals/auditevent/")
     tour.visit(admin, f"/admin/approvals/auditevent/{event.pk}/change/")
-    tour.visit(admin, "/admin/agents/customer/", shown=stored.customers)
+    tour.visit(admin, "/admin/shop/customer/", shown=stored.customers)
     for name in ("order", "ordernote", "outgoingemail"):
-        tour.visit(admin, f"/admin/agents/{name}/")
+        tour.visit(admin, f"/admin/shop/{name}/")
     tour.visit(admin, "/insight/")  # made-up tools have no outcome: it names registered tools only

@@ -133,10 +133,10 @@ def _gate(run: Run, message: Message, proposed: ProposedCall, problem: str) -> T
 
 
 def _admit(call: ToolCall):
-    """The tool exists, may be offered, and its arguments pass the schema and the draft check."""
-    tool = registry.for_call(call)
+    """The tool exists for the run's agent, may be offered, and its arguments pass the schema and the draft check."""
+    tool = registry.for_call(call)  # a tool the run's agent may not call is unknown to it
     if tool is None:
-        known = ", ".join(t.name for t in registry.all() if t.tier != Tier.FORBIDDEN)
+        known = ", ".join(t.name for t in registry.offered(agent=call.run.agent))
         available = "" if call.run.is_remote else f" Available tools: {known}."
         output = f"Error: there is no tool named {call.tool_name!r}.{available}"
         raise _Refused(ToolCall.Status.INVALID, "invalid", output)

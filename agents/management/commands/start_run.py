@@ -2,7 +2,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from agents import services
-from agents.agents import AGENTS
+from agents.agents import registry
 from approvals.services import NotAllowed
 
 
@@ -11,7 +11,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("request")
-        parser.add_argument("--agent", default="support", choices=sorted(AGENTS))
+        agents = registry.all()
+        parser.add_argument("--agent", default=agents[0].name if agents else None, choices=registry.names())
         parser.add_argument("--user", help="Username of the requester.")
         parser.add_argument("--dry-run", action="store_true")
 

@@ -1,5 +1,5 @@
-"""The demo support shop's tools, declared with their tier, schema and the
-code that describes them and fetches their facts."""
+"""The demo support shop's tools: their argument schemas and the code that runs them, describes
+them and fetches their facts. shop/agents.py declares them (tier, columns, search) and registers them."""
 
 import json
 import unicodedata
@@ -13,8 +13,7 @@ from django.db.models import Q, Sum
 from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from approvals.models import Tier
-from approvals.tools import Tool, ToolContext, ToolError, registry
+from approvals.tools import ToolContext, ToolError
 
 from .models import Customer, Order, OrderNote, OutgoingEmail, Refund
 
@@ -38,7 +37,7 @@ def _order(order_id: str) -> Order:
     return order
 
 
-def _order_problem(order_id: str) -> str | None:
+def order_problem(order_id: str) -> str | None:
     if not Order.objects.filter(number=order_id).exists():
         return f"there is no order {order_id}."
     return None
@@ -267,78 +266,3 @@ class DeleteCustomerArgs(Args):
 
 def delete_customer(args: DeleteCustomerArgs, ctx: ToolContext) -> str:
     raise ToolError("deleting customers is never allowed")
-
-
-registry.register(
-    Tool(
-        name="lookup_customer",
-        description="Find customers by name or email address.",
-        args_model=LookupCustomerArgs,
-        tier=Tier.READ_ONLY,
-        func=lookup_customer,
-        describe=lambda a: f"Look up customers matching “{a.query}”",
-    )
-)
-registry.register(
-    Tool(
-        name="get_order_status",
-        description="Get an order's status, items, total and what was refunded.",
-        args_model=OrderArgs,
-        tier=Tier.READ_ONLY,
-        func=get_order_status,
-        describe=lambda a: f"Look up order {a.order_id}",
-        check=lambda a: _order_problem(a.order_id),
-    )
-)
-registry.register(
-    Tool(
-        name="add_order_note",
-        description="Add an internal note to an order (can be undone).",
-        args_model=AddOrderNoteArgs,
-        tier=Tier.REVERSIBLE,
-        func=add_order_note,
-        describe=lambda a: f"Add a note to order {a.order_id}: “{a.text}”",
-        check=lambda a: _order_problem(a.order_id),
-        undo=undo_order_note,
-        key_fields=("order_id",),
-    )
-)
-registry.register(
-    Tool(
-        name="issue_refund",
-        description="Refund money to the customer of an order. A person reviews refunds.",
-        args_model=IssueRefundArgs,
-        tier=Tier.APPROVAL,
-        func=issue_refund,
-        describe=describe_refund,
-        facts=refund_facts,
-        check=lambda a: _order_problem(a.order_id),
-        simulate=simulate_refund,
-        material_facts=("already_refunded", "order_status", "customer_email"),
-        key_fields=("amount", "order_id"),
-    )
-)
-registry.register(
-    Tool(
-        name="send_email",
-        description="Send an email to a customer. A person reviews every email.",
-        args_model=SendEmailArgs,
-        tier=Tier.APPROVAL,
-        func=send_email,
-        describe=describe_email,
-        facts=email_facts,
-        check=lambda a: _order_problem(a.order_id) if a.order_id else None,
-        simulate=simulate_email,
-        material_facts=("recipient", "order_customer_email"),
-        key_fields=("to", "subject"),
-    )
-)
-registry.register(
-    Tool(
-        name="delete_customer",
-        description="Delete a customer and their data.",
-        args_model=DeleteCustomerArgs,
-        tier=Tier.FORBIDDEN,
-        func=delete_customer,
-    )
-)

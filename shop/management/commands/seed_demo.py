@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from agents import demo_data
+from shop import demo_data
 
 
 class Command(BaseCommand):

@@ -9,9 +9,10 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from agents import demo_data, model_server, services
+from agents import model_server, services
 from approvals import services as approvals_services
 from approvals.models import Run
+from shop import agents, demo_data
 
 
 def _port_free(port: int) -> bool:
@@ -57,7 +58,7 @@ class Command(BaseCommand):
             time.sleep(1)
             if not Run.objects.filter(status__in=Run.ACTIVE).exists():
                 for text in demo_data.DEMO_REQUESTS:
-                    services.run_start(agent_name="support", request=text, requested_by=users["requester"])
+                    services.run_start(agent_name=agents.SUPPORT.name, request=text, requested_by=users["requester"])
 
         if not options["no_runs"]:
             threading.Thread(target=start_runs, daemon=True).start()
