@@ -107,3 +107,13 @@ class McpClient:
 
     async def _heard(self, progress, total, message) -> None:
         self.progress.append(message or "")
+
+
+def http_transport(url: str, token: str = "", **options) -> Client:
+    """The SDK's client over streamable HTTP with this bearer token (long reads: a reviewed call waits)."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
+    return streamable_http_client(url, http_client=http)
