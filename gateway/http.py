@@ -16,6 +16,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+from approvals import access
 from remote.tokens import SHOWN, agent_for_token
 
 from .models import Gateway
@@ -31,7 +32,7 @@ def _credential(*, name: str, token: str) -> str | None:
     """The token's prefix if it is a live token of the agent of gateway NAME; else None."""
     close_old_connections()
     agent = agent_for_token(token)
-    if agent is None or agent.name != name or not Gateway.objects.filter(agent=agent).exists():
+    if agent is None or not access.agent_gateways(agent.user, Gateway.objects.filter(agent__name=name)).exists():
         return None
     return token[:SHOWN]
 

@@ -53,6 +53,7 @@ class Runtime:
 
     async def catalog(self, *, fresh: bool = False) -> dict[str, services.Entry]:
         if fresh or time.monotonic() - self._loaded > settings.REVIEWHUB_MCP_CATALOG_SECONDS:
+            self.gateway = await db(services.gateway_get, name=self.gateway.name)  # its settings as the admin has them
             self._catalog = await db(services.catalog, gateway=self.gateway)
             self._loaded = time.monotonic()
         return self._catalog

@@ -8,7 +8,9 @@ import sys
 import threading
 from pathlib import Path
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import connections
 from mcp import Client
 
 from gateway import services
@@ -86,6 +88,9 @@ class McpClient:
         self.loop.call_soon_threadsafe(self._stop.set)
         try:
             self._session.result(30)
+            # A gateway served in this process used the database from asgiref's thread: close that connection,
+            # or it would keep the test database from being dropped.
+            self.run(sync_to_async(connections.close_all)())
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(10)
