@@ -11,6 +11,7 @@ import getpass
 import time
 from dataclasses import dataclass
 
+import anyio
 import mcp.types as types
 from django.conf import settings
 
@@ -94,14 +95,14 @@ async def _open(ctx, runtime: Runtime, entry: services.Entry, arguments: dict) -
 async def _wait(ctx, call_id: int, until: float, statuses) -> ToolCall:
     """The call once its status leaves `statuses`, or as it is at `until`; progress sent all along."""
     step = min(settings.REVIEWHUB_MCP_PROGRESS_SECONDS, settings.REVIEWHUB_WAIT_RECHECK_SECONDS)
-    started, last_progress = time.monotonic(), time.monotonic()
+    started = last_progress = time.monotonic()
     async with Waiter(call_id) as event:
         while True:
             call = await db(services.call_read, call_id=call_id)
             now = time.monotonic()
             if call.status not in statuses or now >= until:
                 return call
-            if now - last_progress >= settings.REVIEWHUB_MCP_PROGRESS_SECONDS or now == started:
+            if now - last_progress >= settings.REVIEWHUB_MCP_PROGRESS_SECONDS:
                 waited = int(now - started)
                 await ctx.session.report_progress(waited, None, f"Waiting for a reviewer ({waited} s)")
                 last_progress = now
@@ -169,7 +170,8 @@ async def _execute(ctx, runtime: Runtime, entry: services.Entry, call: ToolCall,
         except ApiError:
             won = False
     if won:
-        await _run_upstream(runtime, entry, call)
+        with anyio.CancelScope(shield=True):  # a client that goes away mid-call must not leave it unreported
+            await _run_upstream(runtime, entry, call)
     call = await _wait(ctx, call.pk, until, (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING))
     if call.status in DONE:
         await db(services.call_answered, call_id=call.pk)

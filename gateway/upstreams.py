@@ -69,7 +69,11 @@ class Upstreams:
         client = self.clients.get(upstream)
         if client is None:
             return error_result(f"The server behind {tool} is not reachable; nothing was done.")
-        return await client.call_tool(tool, arguments)
+        try:
+            return await client.call_tool(tool, arguments)
+        except Exception as exc:  # the upstream went away or answered nonsense: the client gets a tool error
+            log.warning("MCP upstream %s failed on %s: %s", upstream, tool, exc)
+            return error_result(f"The server behind {tool} failed: {exc}")
 
 
 def error_result(text: str) -> types.CallToolResult:
