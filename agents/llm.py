@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import openai
 from django.conf import settings
 
+from approvals import observers
 from approvals.services import ProposedCall
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,7 @@ def complete(
     for attempt in range(attempts):
         if attempt:
             time.sleep(backoff * 2 ** (attempt - 1))
+        started = time.perf_counter()
         try:
             response = client().chat.completions.create(
                 model=settings.OPENAI_MODEL,
@@ -79,14 +81,18 @@ def complete(
                 tools=tools or openai.omit,
                 parallel_tool_calls=True if tools else openai.omit,
             )
-            return _parse(response)
+            reply = _parse(response)
+            observers.measured("model_call", time.perf_counter() - started)
+            return reply
         except RETRYABLE as exc:
             last_error = f"{type(exc).__name__}: {exc}"
         except (ValueError, json.JSONDecodeError) as exc:
             last_error = str(exc)
         except openai.APIStatusError as exc:
+            observers.measured("model_call", time.perf_counter() - started, error="APIStatusError")
             raise ModelError(f"the model refused the request ({exc.status_code}): {exc.message}")
         except openai.OpenAIError as exc:
             last_error = f"{type(exc).__name__}: {exc}"
+        observers.measured("model_call", time.perf_counter() - started, error=last_error.split(":")[0])
         log.warning("model call failed (attempt %s of %s): %s", attempt + 1, attempts, last_error)
     raise ModelError(f"the model failed after {attempts} attempts: {last_error}")

@@ -26,6 +26,9 @@ Acting (never an anonymous, inactive or auditor user)
   its agent account, settings.REVIEWHUB_DEMO_RUNS_AS).
 - decide or claim a call: a reviewer of the call's group who did not request its
   run, once per review round.
+- decide from a chat message (Slack): the same, only for tools that allow it
+  (Tool.chat_decisions), never for a call that needs several approvals, was escalated
+  or carries a warning.
 - undo an executed reversible call: the same, with the call's group or, for a call
   that ran without review, the tool's group (ToolSetting.group).
 - retry or cancel a run: its requester, or a reviewer who may see it.
@@ -56,11 +59,16 @@ readable_calls() filter any queryset on `review_group` and `run__requested_by`.
 Another kind of pause with those fields is judged by the same rules.
 """
 
+import hmac
+import ipaddress
+
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.db.models import Exists, OuterRef, Q
 
 from .models import Run, ToolCall, ToolSetting
+from .tools import registry
 
 REVIEW_PERMISSION = "approvals.review_toolcall"
 READ_PERMISSION = "approvals.view_toolcall"
@@ -166,6 +174,25 @@ def can_decide(user, call: ToolCall) -> tuple[bool, str]:
     return True, ""
 
 
+def chat_decisions_allowed(call: ToolCall) -> tuple[bool, str]:
+    """Whether anyone may decide this call from a chat message: a tool that allows it, a call one approval
+    settles, not escalated, whose facts carry no warning. Everything else is decided in ReviewHub."""
+    tool = registry.get(call.tool_name)
+    if tool is None or not tool.chat_decisions:
+        return False, "This tool's calls are decided in ReviewHub, not in chat."
+    if call.required_approvals > 1 or call.escalated_at is not None or call.warning:
+        return False, "This call needs a closer look; decide it in ReviewHub."
+    return True, ""
+
+
+def can_decide_in_chat(user, call: ToolCall) -> tuple[bool, str]:
+    """Approve or reject from a chat message (Slack's buttons): where chat decisions are allowed, as can_decide()."""
+    allowed, why = chat_decisions_allowed(call)
+    if not allowed:
+        return False, why
+    return can_decide(user, call)
+
+
 def _undo_group(call: ToolCall) -> Group | None:
     """Who may undo a call: the group that reviewed it or, if it ran without review, the tool's group."""
     return call.review_group if call.review_group_id else ToolSetting.for_tool(call.tool_name).group
@@ -255,6 +282,27 @@ def agent_tools(agent_user, queryset):
     if not _logged_in(agent_user):
         return queryset.none()
     return queryset.filter(agent__user=agent_user)
+
+
+# --- operations -----------------------------------------------------------------------------------
+
+
+def can_set_notifications(user) -> tuple[bool, str]:
+    """Choose how to hear of new calls: whoever may decide calls (not auditors, not other users)."""
+    return may_review(user)
+
+
+def can_read_metrics(*, authorization: str, address: str) -> bool:
+    """/metrics: a scraper that sends `Authorization: Bearer <METRICS_TOKEN>`, or comes from one of
+    METRICS_ALLOWED_NETWORKS. With neither configured, nobody (logged in or not: it is not a page)."""
+    token = settings.METRICS_TOKEN
+    if token and hmac.compare_digest(authorization.encode(), f"Bearer {token}".encode()):
+        return True
+    try:
+        client = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(client in ipaddress.ip_network(network, strict=False) for network in settings.METRICS_ALLOWED_NETWORKS)
 
 
 def agent_gateways(agent_user, queryset):

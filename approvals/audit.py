@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from . import observers
 from .hashing import args_hash, canonical_json, event_hash
 from .models import (
     GENESIS_HASH,
@@ -70,6 +71,7 @@ def record(kind: str, *, run=None, tool_call=None, actor=None, actor_label: str 
     event.save(force_insert=True)
     head.last_hash = event.hash
     head.save(update_fields=["last_hash"])
+    observers.event_recorded(event)
     return event
 
 

@@ -30,6 +30,7 @@ from channels.db import database_sync_to_async
 from django.contrib.auth import get_user_model
 from django.template.loader import render_to_string
 
+from . import observers
 from .models import ToolCall
 from .panels import panel_context, viewer_key
 from .selectors import sees_call_and_pending_count
@@ -106,6 +107,7 @@ def call_messages(call_id: int, user_ids) -> dict[int, str]:
         groups[permission_group].append(user)
     html_by_view: dict[str, str] = {}
     messages = {}
+    browser = observers.browser_notifications(call, user_ids) if call.is_pending else {}
     for members in groups.values():
         sees, pending = sees_call_and_pending_count(members[0], call_id)
         if not sees:
@@ -113,6 +115,7 @@ def call_messages(call_id: int, user_ids) -> dict[int, str]:
         for user in members:
             # Pushed panels go to the queue page mostly: they carry its batch checkbox.
             context = panel_context(user, call, decision) | {"in_queue": True, "queue_count": pending}
+            context["notify"] = browser.get(user.pk, True)  # the reviewer's preference (toast.html, live.js)
             view = viewer_key(user, context)
             if view not in html_by_view:
                 html_by_view[view] = render_to_string(PUSH_TEMPLATE, context | {"user": user})
@@ -121,11 +124,14 @@ def call_messages(call_id: int, user_ids) -> dict[int, str]:
 
 
 async def _run_job(call_id: int, user_ids: list[int]) -> dict[int, str]:
+    start = time.perf_counter()
     try:
         return await database_sync_to_async(call_messages)(call_id, user_ids)
     except Exception:  # a push is a hint: the page re-reads the database on reconnect
         log.exception("rendering the live push for call %s failed", call_id)
         return {}
+    finally:
+        observers.measured("push_fanout", time.perf_counter() - start)
 
 
 async def message_for(user_id: int, event: dict) -> str | None:

@@ -9,7 +9,6 @@ viewers with the same viewer_key().
 
 from .access import can_decide
 from .models import Decision, ToolCall
-from .tools import DECISIONS, registry
 
 PANEL_TEMPLATE = "approvals/partials/call_panel.html"
 
@@ -22,16 +21,7 @@ def panel_context(user, call: ToolCall, decision: Decision | None) -> dict:
         "can_decide": allowed and call.is_pending,
         "why_not": why,
         "decided_by_you": decision is not None and decision.reviewer_id == user.pk,
-        "offers": offered_decisions(call),
     }
-
-
-def offered_decisions(call: ToolCall) -> tuple[str, ...]:
-    """The decisions the call's tool takes (all four for ReviewHub's own tools); a call without a tool: reject."""
-    if not call.run.is_remote:
-        return DECISIONS
-    tool = registry.for_call(call)
-    return tool.decisions if tool is not None else ("reject",)
 
 
 def viewer_key(user, context: dict) -> str:

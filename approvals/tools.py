@@ -20,6 +20,8 @@ from .models import Tier
 # reject it and tell the agent what to do instead. A tool may offer fewer (a remote agent declares which).
 DECISIONS = ("approve", "edit", "reject", "respond")
 
+MASK = "***"
+
 
 class ToolError(Exception):
     """A tool refused to do what it was asked; the message goes to the model."""
@@ -81,6 +83,17 @@ class Tool:
     key_facts: tuple[str, ...] = field(default_factory=tuple)
     # What an auditor can find this tool's calls by (an order number, an address, a customer's name).
     search_fields: tuple[Searchable, ...] = field(default_factory=tuple)
+    # Argument names whose values are secrets: masked in logs and chat messages (never in the trail).
+    sensitive_fields: tuple[str, ...] = field(default_factory=tuple)
+    # Whether reviewers may approve or reject this tool's calls from a chat message (Slack's buttons).
+    # Never for calls that need several approvals, whatever this says (access.can_decide_in_chat).
+    chat_decisions: bool = False
+
+    def masked(self, arguments):
+        """The arguments with the sensitive fields' values replaced, for logs and chat."""
+        if not isinstance(arguments, dict):
+            return arguments
+        return {name: MASK if name in self.sensitive_fields else value for name, value in arguments.items()}
 
     def key_values(self, arguments: dict | None) -> list[tuple[str, object]]:
         """This call's key fields as (name, value) pairs, in declared order, those present only."""
@@ -176,11 +189,9 @@ def field_errors(exc: ValidationError) -> dict[str, list[str]]:
 
 
 class Registry:
-    """The tools ReviewHub's own agents use, by name, and which of them each agent may call (an agent nobody
-    declared may call none); and, for runs advanced elsewhere, where their tools are.
-
-    A run advanced by a remote agent never uses these tools: its calls' tools come from the
-    source registered for it (remote/ adds one that reads the agent's declared tools).
+    """The tools, and which of them each agent may call (an agent nobody declared may call none); and, for
+    runs advanced elsewhere, where their tools are: a run a remote agent advances never uses these tools, its
+    calls' tools come from the source registered for it (remote/ adds one that reads the agent's declarations).
     """
 
     def __init__(self):
@@ -194,10 +205,10 @@ class Registry:
         self._sources[advanced_by] = source
 
     def for_call(self, call) -> Tool | None:
-        """The tool of this call: a tool its agent may call for local runs; the run's own source's for others."""
+        """The tool of this call: a registered tool for local runs; the run's own source's for others."""
         advanced_by = call.run.advanced_by
         if advanced_by == "local":
-            return self.get(call.tool_name, agent=call.run.agent)
+            return self.get(call.tool_name)
         source = self._sources.get(advanced_by)
         return source(call) if source else None
 

@@ -96,6 +96,8 @@ SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
 # Django behind it would see every request as plain HTTP and redirect forever.
 SECURE_SSL_REDIRECT = HTTPS and env_bool("SECURE_SSL_REDIRECT", False)
 SECURE_PROXY_SSL_HEADER = proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+# Load balancers and orchestrators probe over plain HTTP inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 
 INSTALLED_APPS = [
     "daphne",
@@ -111,8 +113,9 @@ INSTALLED_APPS = [
     "ninja",
     "approvals",
     "agents",
-    "shop",
     "remote",
+    "shop",
+    "ops",
     "gateway",
 ]
 
@@ -239,9 +242,12 @@ SWEEP_GRACE_SECONDS = env_int("SWEEP_GRACE_SECONDS", 60)
 SWEEP_MAX_ATTEMPTS = env_int("SWEEP_MAX_ATTEMPTS", 5)
 # Redis hands an unacknowledged task to another worker after this long.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("BROKER_VISIBILITY_TIMEOUT", 600)}
+# Reviewers who chose an email digest get one this often, when something new waits for them.
+NOTIFY_DIGEST_MINUTES = env_int("NOTIFY_DIGEST_MINUTES", 15)
 CELERY_BEAT_SCHEDULE = {
     "expire-overdue-calls": {"task": "agents.tasks.expire_overdue", "schedule": 30.0},
     "webhook-deliveries-due": {"task": "remote.tasks.deliver_due", "schedule": 60.0},
+    "email-digests": {"task": "ops.tasks.email_digests", "schedule": 60.0 * NOTIFY_DIGEST_MINUTES},
     "sweep-stuck-runs": {
         "task": "agents.tasks.sweep",
         "schedule": float(SWEEP_INTERVAL_SECONDS),
@@ -304,15 +310,46 @@ SMTP_EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
 MAILERS = {"default": mailer(env_str("EMAIL_BACKEND", LOCAL_EMAIL_BACKEND if DEBUG or DEMO else SMTP_EMAIL_BACKEND))}
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "support@shop.example")
 
+# Every event of the audit trail, once committed, is logged, counted and notified (ops/).
+REVIEWHUB_OBSERVERS = ["ops.logs.event_logged", "ops.metrics.event_counted", "ops.notify.event_notified"]
+# Timings (a model call, a live push's fan-out) go to the metrics.
+REVIEWHUB_MEASURE = "ops.metrics.measured"
+# Whether a reviewer wants a browser notification of a call (the queue socket's pushes ask).
+REVIEWHUB_BROWSER_PREFERENCES = "ops.preferences.browser_by_user"
+# Links in mail and chat point here.
+REVIEWHUB_SITE_URL = env_str("REVIEWHUB_SITE_URL", "http://127.0.0.1:8000")
+
+# /metrics: for a scraper with this bearer token, or from these networks (CIDRs). Neither: nobody.
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+METRICS_ALLOWED_NETWORKS = env_list("METRICS_ALLOWED_NETWORKS", "")
+
+# Slack (ops/slack.py): the bot's token and the app's signing secret; without a token, nothing is posted.
+SLACK_BOT_TOKEN = env_str("SLACK_BOT_TOKEN")
+SLACK_SIGNING_SECRET = env_str("SLACK_SIGNING_SECRET")
+SLACK_API_URL = env_str("SLACK_API_URL")  # the SDK's default when empty; tests point it at a stand-in
+
+# Logs: LOG_FORMAT=json writes one JSON object per line (python-json-logger); else plain text.
+LOG_FORMAT = env_str("LOG_FORMAT", "text")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "json" if LOG_FORMAT == "json" else "text"}
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
     "loggers": {
         "reviewhub": {"level": env_str("LOG_LEVEL", "INFO")},
         "agents": {"level": env_str("LOG_LEVEL", "INFO")},
         "approvals": {"level": env_str("LOG_LEVEL", "INFO")},
+        "ops": {"level": env_str("LOG_LEVEL", "INFO")},
     },
 }
 

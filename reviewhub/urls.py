@@ -10,5 +10,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("runs/", include("agents.urls")),
+    path("", include("ops.urls")),
     path("", include("approvals.urls")),
 ]

@@ -20,6 +20,7 @@ from django.urls import URLResolver, get_resolver, reverse
 from approvals import services
 from approvals.models import PolicyRule, Run, ToolCall, ToolSetting
 from approvals.routing import websocket_urlpatterns
+from ops.models import NotificationPreference, SlackChannel, SlackIdentity
 from shop import demo_data
 from shop.models import Order, OutgoingEmail, Refund
 
@@ -74,6 +75,13 @@ EXPECTED = {
     "approvals:run_cancel":               (POST, LOGIN,    404,   302,   404,   302,   403,   302),
     "approvals:call_undo":                (POST, LOGIN,    404,   302,   404,   403,   403,   302),
     "approvals:insight":                  (GET,  LOGIN,    403,   403,   403,   403,   200,   200),
+    # operations: probes and scrapers carry no session; /metrics needs its token or network, Slack its signature
+    "ops:healthz":                        (GET,  200,      200,   200,   200,   200,   200,   200),
+    "ops:readyz":                         (GET,  200,      200,   200,   200,   200,   200,   200),
+    "ops:metrics":                        (GET,  403,      403,   403,   403,   403,   403,   403),
+    "ops:slack_interactions":             (POST, 401,      401,   401,   401,   401,   401,   401),
+    # a reviewer's own preferences; the table's POST names no action (add or delete), hence 400
+    "ops:notifications":                  (FORM, LOGIN,    403,   400,   400,   400,   403,   400),
     # the admin site's own pages; admin_page(audrey, root)
     "admin:index":                        admin_page(200, 200),
     "admin:login":                        (GET,  200,      200,   200,   200,   200,   302,   302),
@@ -114,6 +122,7 @@ ADMIN_MODELS = {
     "approvals.policyrule": EDITABLE, "approvals.toolsetting": EDITABLE,
     "shop.customer": EDITABLE, "shop.order": EDITABLE, "shop.refund": EDITABLE,
     "shop.ordernote": EDITABLE, "shop.outgoingemail": EDITABLE,
+    "ops.notificationpreference": ACCOUNTS, "ops.slackchannel": ACCOUNTS, "ops.slackidentity": ACCOUNTS,
     "auth.user": ACCOUNTS, "auth.group": ACCOUNTS,
     "remote.remoteagent": RECORD, "remote.agenttoken": RECORD, "remote.declaredtool": RECORD,
     "remote.webhookdelivery": RECORD, "remote.webhook": EDITABLE,
@@ -250,6 +259,12 @@ def _remote_rows() -> dict:
     return {"name": "count", "call_id": call.pk}
 
 
+def _ops_rows(users: dict) -> None:
+    NotificationPreference.objects.create(user=users["alice"], email=NotificationPreference.Email.DIGEST)
+    SlackChannel.objects.create(group=Group.objects.get(name="senior"), channel_id="C-SENIOR")
+    SlackIdentity.objects.create(user=users["alice"], slack_user_id="U-ALICE")
+
+
 def build_world() -> World:
     """A run requested by rita: a note that ran (reversible), a refund waiting for the group "senior",
     and an email alice rejected; one row of every model the admin shows."""
@@ -258,6 +273,7 @@ def build_world() -> World:
     ToolSetting.objects.create(tool_name="issue_refund", group=Group.objects.get(name="senior"))
     PolicyRule.objects.create(name="Emails (trial)", tool_name="send_email", outcome="run", shadow=True)
     _shop_rows()
+    _ops_rows(users)
     run = run_with(users["rita"], NOTE_CALL, REFUND_CALL, EMAIL)
     note, refund, email = (run.tool_calls.get(tool_name=name) for name in (NOTE_CALL[0], REFUND_CALL[0], EMAIL[0]))
     services.toolcall_decide(

@@ -144,10 +144,10 @@ def test_the_panel_offers_only_the_decisions_the_tool_allows(agent, reviewer):
     client = Client()
     client.force_login(reviewer)
 
-    page = client.get(f"/calls/{call['id']}/").content.decode()
-
-    assert "Approve</button>" in page and ">Reject</button>" in page
-    assert "Edit…" not in page and ">Respond</button>" not in page
+    for path in (f"/calls/{call['id']}/", "/"):  # the call page and the queue
+        page = client.get(path).content.decode()
+        assert "Approve</button>" in page and ">Reject</button>" in page, path
+        assert "Edit…" not in page and ">Respond</button>" not in page, path
 
 
 def test_a_decision_the_tool_does_not_allow_is_refused(agent, reviewer):
@@ -236,3 +236,26 @@ def test_a_policy_rule_for_a_remote_tool_can_be_made_in_the_admin(refund_agent, 
 
     assert response.status_code == 302, response.content.decode()[:3000]
     assert refund_agent.propose(arguments={"order_id": "A-1", "amount": 5})["status"] == "approved"
+
+
+def test_an_expired_call_comes_back_expired_and_wakes_nobody_locally(refund_agent):
+    call = ToolCall.objects.get(pk=refund_agent.propose()["id"])
+
+    services.toolcall_expire(call_id=call.pk, reason="nobody decided in time")
+    body = refund_agent.get(f"/calls/{call.pk}").json()
+
+    assert body["status"] == "expired" and body["decision"]["verdict"] == "expire"
+    assert body["decision"]["execution_key"] is None
+
+
+def test_a_rule_asking_two_reviewers_keeps_the_call_pending_after_one(refund_agent, reviewer, reviewer2):
+    PolicyRule.objects.create(
+        name="Two eyes", tool_name="support-bot.issue_refund", operator="any", outcome="review", required_approvals=2
+    )
+    call = ToolCall.objects.get(pk=refund_agent.propose()["id"])
+
+    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+    assert refund_agent.get(f"/calls/{call.pk}").json()["decision"] is None
+    services.toolcall_decide(call_id=call.pk, reviewer=reviewer2, verdict="approve", shown_hash=call.review_hash)
+
+    assert refund_agent.get(f"/calls/{call.pk}").json()["status"] == "approved"

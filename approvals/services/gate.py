@@ -133,11 +133,15 @@ def _gate(run: Run, message: Message, proposed: ProposedCall, problem: str) -> T
 
 
 def _admit(call: ToolCall):
-    """The tool exists for the run's agent, may be offered, and its arguments pass the schema and the draft check."""
-    tool = registry.for_call(call)  # a tool the run's agent may not call is unknown to it
+    """The tool exists for the run's agent, may be offered, and its arguments pass the schema and the draft check.
+
+    A remote agent's run gets its tools from its own declarations (registry.for_call), never ReviewHub's."""
+    if call.run.is_remote:
+        tool, available = registry.for_call(call), ""
+    else:  # a tool the run's agent may not call is unknown to it
+        tool = registry.get(call.tool_name, agent=call.run.agent)
+        available = " Available tools: " + ", ".join(t.name for t in registry.offered(agent=call.run.agent)) + "."
     if tool is None:
-        known = ", ".join(t.name for t in registry.offered(agent=call.run.agent))
-        available = "" if call.run.is_remote else f" Available tools: {known}."
         output = f"Error: there is no tool named {call.tool_name!r}.{available}"
         raise _Refused(ToolCall.Status.INVALID, "invalid", output)
     call.tier = tool.tier

@@ -126,6 +126,7 @@
 
   function notify(note) {
     if (document.visibilityState !== "hidden" || !("Notification" in window) || Notification.permission !== "granted") return;
+    if (note.dataset.notify === "0") return; // the reviewer turned browser notifications off for this tool or group
     var id = note.dataset.callId;
     var shown = new Notification("New call to review", { body: note.querySelector(".what").textContent, tag: "call-" + id });
     shown.onclick = function () {

@@ -1,0 +1,52 @@
+"""Who hears of each event of the trail once it is committed: the callables named in
+settings.REVIEWHUB_OBSERVERS (logs, metrics, notifications). approvals/ knows nothing of them.
+
+An observer runs after the commit, never inside the transaction that recorded the
+event, and what it raises is logged and swallowed: observing never changes the record.
+"""
+
+import logging
+
+from django.conf import settings
+from django.db import transaction
+from django.utils.module_loading import import_string
+
+log = logging.getLogger(__name__)
+
+
+def event_recorded(event) -> None:
+    """Hand this audit event to every configured observer once the transaction commits."""
+    if getattr(settings, "REVIEWHUB_OBSERVERS", None):
+        transaction.on_commit(lambda: _tell_observers(event))
+
+
+def _tell_observers(event) -> None:
+    for path in settings.REVIEWHUB_OBSERVERS:
+        try:
+            import_string(path)(event)
+        except Exception:
+            log.exception("observer %s failed on audit event %s", path, event.pk)
+
+
+def measured(what: str, seconds: float, error: str = "") -> None:
+    """A timing worth keeping (a model call, a live push's fan-out), for settings.REVIEWHUB_MEASURE."""
+    path = getattr(settings, "REVIEWHUB_MEASURE", "")
+    if not path:
+        return
+    try:
+        import_string(path)(what, seconds, error)
+    except Exception:
+        log.exception("measuring %s failed", what)
+
+
+def browser_notifications(call, user_ids) -> dict[int, bool]:
+    """Which of these users want a browser notification of this call (settings.REVIEWHUB_BROWSER_PREFERENCES);
+    a user left out, or every user without that setting, wants one."""
+    path = getattr(settings, "REVIEWHUB_BROWSER_PREFERENCES", "")
+    if not path:
+        return {}
+    try:
+        return import_string(path)(call, list(user_ids))
+    except Exception:
+        log.exception("reading browser preferences failed")
+        return {}

@@ -1,0 +1,110 @@
+"""Notifications that follow the reviewer: email (one per call, or a digest), Slack, and the
+browser (live.js, while the queue is open), each as the reviewer's preferences say.
+
+event_notified() is an observer of the audit trail (settings.REVIEWHUB_OBSERVERS): it runs after
+the commit and only enqueues tasks (ops/tasks.py), so no mail and no Slack request ever happens
+inside a decision's transaction.
+"""
+
+import logging
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.mail import send_mail
+from django.urls import reverse
+from django.utils import timezone
+
+from approvals.access import can_decide, reviewers_for, visible_calls
+from approvals.models import AuditEvent, ToolCall
+
+from . import dispatch, metrics
+from .models import DigestState, NotificationPreference
+from .preferences import preference_for, preferences_by_user
+
+log = logging.getLogger(__name__)
+Kind = AuditEvent.Kind
+Email = NotificationPreference.Email
+
+WAITING = {Kind.PROPOSED, Kind.ESCALATED, Kind.RETURNED}  # a call that (again) waits for someone
+SETTLED = {Kind.DECIDED, Kind.EXPIRED, Kind.EXECUTED, Kind.FAILED}
+
+
+def event_notified(event: AuditEvent) -> None:
+    """Enqueue what this event means for people (an observer: runs after the commit)."""
+    from . import tasks
+
+    if event.tool_call_id and event.kind in WAITING:
+        dispatch.enqueue(tasks.call_waiting, event.tool_call_id)
+    elif event.tool_call_id and event.kind in SETTLED and settings.SLACK_BOT_TOKEN:
+        dispatch.enqueue(tasks.call_settled, event.tool_call_id)
+    elif event.kind == Kind.CANCELLED and event.run_id and settings.SLACK_BOT_TOKEN:
+        dispatch.enqueue(tasks.run_cancelled, event.run_id)
+
+
+def call_link(call: ToolCall) -> str:
+    return settings.REVIEWHUB_SITE_URL.rstrip("/") + reverse("approvals:call", args=[call.pk])
+
+
+def _mail(subject: str, body: str, address: str) -> bool:
+    try:
+        send_mail(subject, body, None, [address], fail_silently=False)
+    except Exception as exc:  # a notification is a courtesy: the queue shows the call anyway
+        log.warning("could not email %s: %s", address, exc)
+        metrics.NOTIFICATIONS.labels("email", "failed").inc()
+        return False
+    metrics.NOTIFICATIONS.labels("email", "sent").inc()
+    return True
+
+
+def call_waiting(*, call_id: int) -> None:
+    """A call waits for a decision: one email to each reviewer who asked for one per call, and the
+    group's Slack channel, mentioning the reviewers who asked for chat."""
+    from . import slack
+
+    call = ToolCall.objects.select_related("run", "review_group").filter(pk=call_id).first()
+    if call is None or not call.is_pending:
+        return
+    users = list(reviewers_for(call))
+    preferences = preferences_by_user(users, call)
+    for user in users:
+        if preferences[user.pk].email == Email.EACH and user.email:
+            body = f"{call.current_description}\n\nDecide it in ReviewHub: {call_link(call)}\n"
+            _mail(f"To review: {call.tool_name} #{call.pk}", body, user.email)
+    if settings.SLACK_BOT_TOKEN:
+        slack.call_post(call=call, mention=[user for user in users if preferences[user.pk].chat])
+
+
+def waiting_for(user) -> list[ToolCall]:
+    """The pending calls this user may decide and wants in the digest, oldest first."""
+    calls = visible_calls(user, ToolCall.objects.filter(status=ToolCall.Status.PENDING)).select_related(
+        "run", "review_group"
+    )
+    rows = list(NotificationPreference.objects.filter(user=user))
+    return [
+        call
+        for call in calls.order_by("created_at", "pk")
+        if preference_for(user, call, rows).email == Email.DIGEST and can_decide(user, call)[0]
+    ]
+
+
+def digest_send(*, user, now=None) -> bool:
+    """Email this user what waits for them, if anything arrived since their last digest."""
+    now = now or timezone.now()
+    state = DigestState.objects.filter(user=user).first()
+    calls = waiting_for(user)
+    since = state.sent_at if state else None
+    if not user.email or not any(since is None or call.created_at > since for call in calls):
+        return False
+    lines = [f"- {call.current_description}\n  {call_link(call)}" for call in calls]
+    body = f"{len(calls)} call(s) wait for your decision:\n\n" + "\n".join(lines) + "\n"
+    if not _mail(f"ReviewHub: {len(calls)} call(s) wait for you", body, user.email):
+        return False
+    DigestState.objects.update_or_create(user=user, defaults={"sent_at": now})
+    return True
+
+
+def digests_send(*, now=None) -> int:
+    """The periodic pass (beat, every NOTIFY_DIGEST_MINUTES): one digest to each reviewer who chose them."""
+    wanting = NotificationPreference.objects.filter(email=Email.DIGEST).values("user")
+    users = get_user_model().objects.filter(pk__in=wanting, is_active=True)
+    return sum(digest_send(user=user, now=now) for user in users)
