@@ -37,7 +37,7 @@ class Asker:
     client: str
     user: str
     thread: str
-    key: str  # what tells this client's requests apart from another's
+    key: str  # what tells these requests apart from another client's or user's
     idempotency: str  # the client's own key for this request, when it sends one
 
 
@@ -50,7 +50,8 @@ def _asker(ctx, runtime: Runtime) -> Asker:
     credential = scope.get("reviewhub_token_prefix", "")
     user = str(meta.get("reviewhub/user") or (f"token {credential}…" if credential else getpass.getuser()))
     session = (getattr(ctx.request, "headers", None) or {}).get("mcp-session-id") or runtime.started
-    return Asker(client, user, f"mcp-{session}"[:200], f"{credential}:{client}", str(meta.get("idempotencyKey", "")))
+    key = f"{credential}:{client}:{user}"
+    return Asker(client, user, f"mcp-{session}"[:200], key, str(meta.get("idempotencyKey", "")))
 
 
 async def _facts(runtime: Runtime, entry: services.Entry, arguments: dict) -> dict:
