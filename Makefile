@@ -27,3 +27,17 @@ test: install chromium lint
 	DJANGO_ALLOW_ASYNC_UNSAFE=true $(PY) -m pytest tests -m browser
 
 .PHONY: install chromium lint run test
+
+# The side-by-side benchmark's peers (LangGraph, the OpenAI Agents SDK), pinned in bench/requirements.txt,
+# in a virtualenv of their own: they need not resolve with the project's pins.
+.venv-bench/.installed: bench/requirements.txt
+	$(PYTHON) -m venv .venv-bench
+	.venv-bench/bin/python -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt
+	touch $@
+
+bench-venv: .venv-bench/.installed
+
+bench: install bench-venv
+	$(PY) bench/sidebyside.py
+
+.PHONY: bench bench-venv

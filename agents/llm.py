@@ -2,6 +2,7 @@
 
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass
 
@@ -32,14 +33,21 @@ def base_url() -> str:
     return None if settings.OPENAI_API_KEY else DEMO_BASE_URL
 
 
+_clients: dict[tuple, openai.OpenAI] = {}
+
+
 def client() -> openai.OpenAI:
-    # Retries are ours (below), so malformed answers are retried like 5xx.
-    return openai.OpenAI(
-        api_key=settings.OPENAI_API_KEY or "demo-key",
-        base_url=base_url(),
-        timeout=settings.OPENAI_TIMEOUT,
-        max_retries=0,
-    )
+    """One client per process and configuration, so its HTTP connections are kept between model turns.
+
+    Keyed by the process id too: a client made before a fork (Celery's prefork pool) is not shared with children.
+    """
+    key = (os.getpid(), settings.OPENAI_API_KEY, base_url(), settings.OPENAI_TIMEOUT)
+    if key not in _clients:
+        # Retries are ours (below), so malformed answers are retried like 5xx.
+        _clients[key] = openai.OpenAI(
+            api_key=settings.OPENAI_API_KEY or "demo-key", base_url=key[2], timeout=key[3], max_retries=0
+        )
+    return _clients[key]
 
 
 def longest_turn_seconds() -> float:

@@ -24,10 +24,21 @@ log = logging.getLogger(__name__)
 
 TOOLS, TURN = "tools", "turn"
 RUNNABLE = (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING)
+# A step in one transaction: read-only calls run before it, a reply without calls ends the run in it,
+# and an answered step claims the next model turn in it.
+FUSED = {"run_read_only": True, "ends": True, "claim_next": True}
 
 
-def transcript(run: Run) -> list[dict]:
-    return [m.as_openai() for m in run.messages.order_by("seq")]
+def open_step(messages: list[Message]) -> tuple[Message | None, bool]:
+    """The last assistant message if it asked for tools, and whether every one of its calls has an output."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].role == Message.Role.ASSISTANT:
+            step = messages[index]
+            if not step.tool_calls:
+                return None, True
+            answered = {m.tool_call_id for m in messages[index + 1 :] if m.role == Message.Role.TOOL}
+            return step, all(c["id"] in answered for c in step.tool_calls)
+    return None, True
 
 
 def advance(run_id: int, *, only: str | None = None) -> str | None:
@@ -53,40 +64,72 @@ def _fail_unexpectedly(run_id: int, exc: Exception) -> None:
 
 
 def _advance(run_id: int, *, only: str | None) -> str | None:
+    if only == TOOLS:
+        _run_approved_first(run_id)
     run = Run.objects.get(pk=run_id)
+    owned = False  # whether this worker holds the next model turn, claimed by the last step's commit
+    messages: list[Message] = []
     while run.is_active:
-        step = run.open_step()
-        if step is not None and not services.step_is_answered(message=step):
+        # The transcript, once per step: in full the first time, then only the rows added since (it is append-only).
+        messages += run.messages.filter(seq__gt=messages[-1].seq if messages else -1).order_by("seq")
+        step, answered = open_step(messages)
+        if step is not None and not answered:
             if only == TURN and step.calls.filter(status__in=RUNNABLE).exists():
                 return TOOLS
-            for call in step.calls.filter(status__in=RUNNABLE):
-                services.toolcall_execute(call=call)
-            if not services.step_is_answered(message=step):
-                if step.calls.filter(status=ToolCall.Status.PENDING).exists():
-                    services.run_set_status(run=run, status=Run.Status.WAITING)
-                return
-        last = run.messages.order_by("-seq").first()
-        if last.role == Message.Role.ASSISTANT and not last.tool_calls:
+            if not _answer_step(run, step):
+                return None
+            continue
+        if messages[-1].role == Message.Role.ASSISTANT and not messages[-1].tool_calls:
             services.run_complete(run=run)
             return
-        if run.step_count >= run.max_steps:
+        if not owned and run.step_count >= run.max_steps:
             services.run_fail(run=run, error=f"Stopped after {run.max_steps} model turns (the step limit).")
             return
         if only == TOOLS:
             return TURN
-        was_waiting = run.status == Run.Status.WAITING
-        if not services.run_begin_turn(run=run):
+        if not owned and not _begin_turn(run):
             return  # another worker is taking this turn
-        if was_waiting:
-            services.run_resumed(run=run)
         try:
-            reply = llm.complete(transcript(run), registry.openai_specs(agent=run.agent))
+            reply = llm.complete([m.as_openai() for m in messages], registry.openai_specs(agent=run.agent))
         except llm.ModelError as exc:
             services.run_fail(run=run, error=str(exc))
             return
-        if services.step_record(run=run, content=reply.content, calls=reply.calls, turn=run.step_count) is None:
+        turn = run.step_count
+        recorded = services.step_record(
+            run=run,
+            content=reply.content,
+            calls=reply.calls,
+            turn=turn,
+            transcript=messages,
+            **FUSED,
+        )
+        if recorded is None:
             return  # the turn outlived its lease and was given to another worker
-        run.refresh_from_db()
-        if not reply.calls:
-            services.run_complete(run=run)
-            return
+        owned = run.thinking and run.step_count == turn + 1
+
+
+def _run_approved_first(run_id: int) -> None:
+    """Approved calls first, before anything else is read: a decision's resumption waits for nothing else."""
+    runnable = ToolCall.objects.filter(run_id=run_id, run__status__in=Run.ACTIVE, status__in=RUNNABLE)
+    for call in runnable.only("pk").order_by("pk"):
+        services.toolcall_execute(call=call)
+
+
+def _begin_turn(run: Run) -> bool:
+    was_waiting = run.status == Run.Status.WAITING
+    if not services.run_begin_turn(run=run):
+        return False
+    if was_waiting:
+        services.run_resumed(run=run)
+    return True
+
+
+def _answer_step(run: Run, step: Message) -> bool:
+    """Run the step's approved calls; whether that answered it (if not and some are pending, the run waits)."""
+    for call in step.calls.filter(status__in=RUNNABLE):
+        services.toolcall_execute(call=call)
+    if services.step_is_answered(message=step):
+        return True
+    if step.calls.filter(status=ToolCall.Status.PENDING).exists():
+        services.run_set_status(run=run, status=Run.Status.WAITING)
+    return False

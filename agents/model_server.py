@@ -46,6 +46,12 @@ class ModelServer(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.script: list[dict] = []
         self.requests: list[dict] = []
+        self.connections = 0  # TCP connections accepted: a client that keeps its connection opens one
+
+    def finish_request(self, request, client_address):
+        with self.lock:
+            self.connections += 1
+        super().finish_request(request, client_address)
 
     @property
     def url(self) -> str:
@@ -81,6 +87,7 @@ def completion(request: dict, content: str, calls: list[dict]) -> dict:
 
 class Handler(BaseHTTPRequestHandler):
     server: ModelServer
+    protocol_version = "HTTP/1.1"  # keep-alive, as real model APIs do (every answer has a Content-Length)
 
     def log_message(self, format, *args):
         pass

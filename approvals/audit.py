@@ -1,9 +1,11 @@
-"""The audit trail: append-only events, each chained to the one before by hash.
+"""The audit trail: append-only events, each chained by hash to the one before it in its run's chain.
 
-record() appends under a lock on the single AuditHead row, so events are hashed
-in the order they are stored. verify() walks the whole chain in chunks, names the
-first event that does not match, and checks the end of the chain against the
-head, so that deleting the newest events is caught as well.
+record() and record_many() append under a lock on the run's AuditHead row (events
+without a run: the global chain's), so a run's events hash in the order they are
+stored and writers on different runs never wait for each other. verify() walks the
+whole trail in chunks, names the first event that does not match, and checks the
+end of every chain against its head, so that deleting the newest events is caught
+as well. docs/audit.md says what this proves and what it does not.
 """
 
 import json
@@ -18,6 +20,7 @@ from . import observers
 from .hashing import args_hash, canonical_json, event_hash
 from .models import (
     GENESIS_HASH,
+    GLOBAL_CHAIN,
     HASHED_FIELDS,
     AuditEvent,
     AuditHead,
@@ -53,31 +56,78 @@ def _json_safe(payload) -> dict:
     return _as_jsonb_returns(json.loads(canonical_json(payload or {})))
 
 
-@transaction.atomic
-def record(kind: str, *, run=None, tool_call=None, actor=None, actor_label: str = "", payload=None) -> AuditEvent:
-    """Append one event. The chain head is locked so events hash in order."""
-    head, _ = AuditHead.objects.select_for_update().get_or_create(pk=1)
+@dataclass(frozen=True)
+class Entry:
+    """One event to append with record_many()."""
+
+    kind: str
+    tool_call: ToolCall | None = None
+    actor: object = None
+    actor_label: str = ""
+    payload: dict | None = None
+
+
+def chain_of(run) -> int:
+    return run.pk if run is not None else GLOBAL_CHAIN
+
+
+def _locked_head(chain: int) -> AuditHead:
+    head = AuditHead.objects.select_for_update().filter(chain=chain).first()
+    if head is None:
+        head, _ = AuditHead.objects.select_for_update().get_or_create(chain=chain)
+    return head
+
+
+def _event(entry: Entry, run, chain: int, prev_hash: str, now) -> AuditEvent:
+    actor = entry.actor
     event = AuditEvent(
-        run=run if run is not None else getattr(tool_call, "run", None),
-        tool_call=tool_call,
-        kind=kind,
+        run=run,
+        tool_call=entry.tool_call,
+        kind=entry.kind,
         actor=actor,
-        actor_label=actor_label or (actor.get_username() if actor else "system"),
-        payload=_json_safe(payload),
-        created_at=timezone.now(),
-        prev_hash=head.last_hash,
+        actor_label=entry.actor_label or (actor.get_username() if actor else "system"),
+        payload=_json_safe(entry.payload),
+        created_at=now,
+        prev_hash=prev_hash,
+        chain=chain,
     )
     event.hash = event.compute_hash()
-    event.save(force_insert=True)
-    head.last_hash = event.hash
-    head.save(update_fields=["last_hash"])
-    observers.event_recorded(event)
     return event
 
 
-def head_hash() -> str | None:
-    """The hash of the newest event as recorded in the head row; None if there is no head row."""
-    return AuditHead.objects.filter(pk=1).values_list("last_hash", flat=True).first()
+@transaction.atomic(savepoint=False)
+def record_many(run, entries: list[Entry]) -> list[AuditEvent]:
+    """Append events to the run's chain (the global one without a run), in order: three statements however many.
+
+    Only that chain's head row is locked, so writers on different runs never wait for each other.
+    """
+    if not entries:
+        return []
+    chain = chain_of(run)
+    head, now = _locked_head(chain), timezone.now()
+    events = []
+    for entry in entries:
+        events.append(_event(entry, run, chain, events[-1].hash if events else head.last_hash, now))
+    AuditEvent.objects.bulk_create(events)
+    AuditHead.objects.filter(pk=head.pk).update(last_hash=events[-1].hash)
+    for event in events:
+        observers.event_recorded(event)
+    return events
+
+
+def record(kind: str, *, run=None, tool_call=None, actor=None, actor_label: str = "", payload=None) -> AuditEvent:
+    """Append one event to its run's chain."""
+    run = run if run is not None else getattr(tool_call, "run", None)
+    return record_many(run, [Entry(kind, tool_call, actor, actor_label, payload)])[0]
+
+
+def head_hash(chain: int = GLOBAL_CHAIN) -> str | None:
+    """The hash of a chain's newest event as recorded in its head row; None if there is no head row."""
+    return AuditHead.objects.filter(chain=chain).values_list("last_hash", flat=True).first()
+
+
+def heads() -> dict[int, str]:
+    return dict(AuditHead.objects.values_list("chain", "last_hash"))
 
 
 # --- reading the trail in chunks ---------------------------------------------------------
@@ -115,30 +165,54 @@ class ChainCheck:
         return not self.problem
 
 
-def check_rows(rows, *, head: str | None, anchor: str = "") -> ChainCheck:
-    """Walk (id, *HASHED_FIELDS, hash) rows in id order; stop at the first that does not match.
+@dataclass
+class _Chain:
+    previous: str = GENESIS_HASH
+    previous_id: int | None = None
+    head_seen: bool = False
 
-    `head` is AuditHead.last_hash read before the walk: it must be the hash of a
-    walked event (events appended during the walk may follow it). `anchor`, a
-    head hash written down earlier outside ReviewHub, must also be found.
+
+def check_rows(rows, *, heads: dict[int, str], anchor: str = "") -> ChainCheck:
+    """Walk (id, chain, *HASHED_FIELDS, hash) rows in id order; stop at the first that does not match.
+
+    Each event must follow the one before it in its own chain (its run's, or the
+    global one). `heads` are the AuditHead rows read before the walk: each must be
+    the hash of a walked event of its chain (events appended during the walk may
+    follow it). `anchor`, a hash written down earlier outside ReviewHub, must be found.
     """
-    previous, previous_id, count = GENESIS_HASH, None, 0
-    seen = set()
-    for event_id, *fields, stored_hash in rows:
+    chains: dict[int, _Chain] = {}
+    count, last_hash, anchor_seen = 0, None, False
+    for event_id, chain_key, *fields, stored_hash in rows:
         values = dict(zip(HASHED_FIELDS, fields))
-        problem = _link_problem(event_id, values, stored_hash, previous, previous_id)
+        chain = chains.setdefault(chain_key, _Chain())
+        problem = _link_problem(event_id, values, stored_hash, chain.previous, chain.previous_id)
+        if not problem and chain_key not in (GLOBAL_CHAIN, values["run_id"]):
+            problem = f"event {event_id} is in the chain of run {chain_key} but belongs to run {values['run_id']}."
         if problem:
-            return ChainCheck(count, head, event_id, problem)
-        previous, previous_id, count = stored_hash, event_id, count + 1
-        seen.update({stored_hash} & {head, anchor})
-    problem = _end_problem(head, head == GENESIS_HASH or head in seen, count, previous_id)
+            return ChainCheck(count, last_hash, event_id, problem)
+        chain.previous, chain.previous_id, count, last_hash = stored_hash, event_id, count + 1, stored_hash
+        chain.head_seen = chain.head_seen or stored_hash == heads.get(chain_key)
+        anchor_seen = anchor_seen or stored_hash == anchor
+    problem, broken_at = _heads_problem(chains, heads, count)
     if problem:
-        return ChainCheck(count, head, previous_id if previous_id and head else None, problem)
-    if anchor and anchor not in seen:
+        return ChainCheck(count, last_hash, broken_at, problem)
+    if anchor and not anchor_seen:
         return ChainCheck(
-            count, head, None, f"no event has the anchor hash {anchor}: the trail was rewritten up to there."
+            count, last_hash, None, f"no event has the anchor hash {anchor}: the trail was rewritten up to there."
         )
-    return ChainCheck(count, previous)
+    return ChainCheck(count, last_hash)
+
+
+def _heads_problem(chains: dict[int, _Chain], heads: dict[int, str], count: int) -> tuple[str, int | None]:
+    """The first chain whose end does not match its head row, and the last event walked in it."""
+    for key in sorted(set(chains) | set(heads)):
+        chain, head = chains.get(key, _Chain()), heads.get(key)
+        if head is None and chain.previous_id is not None and head_hash(key) is not None:
+            continue  # a chain begun during the walk: its head row came after the heads were read
+        problem = _end_problem(head, head == GENESIS_HASH or chain.head_seen, count, chain.previous_id)
+        if problem:
+            return problem, chain.previous_id if chain.previous_id and head else None
+    return "", None
 
 
 def _link_problem(event_id, values: dict, stored_hash: str, previous: str, previous_id) -> str:
@@ -170,9 +244,8 @@ def _end_problem(head: str | None, head_seen: bool, count: int, last_id) -> str:
 
 def verify(*, chunk_size: int = CHUNK_SIZE, anchor: str = "") -> ChainCheck:
     """Check the whole trail, streaming it from the database chunk_size events at a time."""
-    head = head_hash()
-    rows = in_chunks(AuditEvent.objects.all(), ("id", *HASHED_FIELDS, "hash"), chunk_size)
-    return check_rows(rows, head=head, anchor=anchor)
+    rows = in_chunks(AuditEvent.objects.all(), ("id", "chain", *HASHED_FIELDS, "hash"), chunk_size)
+    return check_rows(rows, heads=heads(), anchor=anchor)
 
 
 # --- one call's chain, for the people who check it ---------------------------------------

@@ -74,8 +74,8 @@ def rule_matches(rule: PolicyRule, arguments: dict) -> bool:
     }[op]
 
 
-def _review(reason: str, rule: PolicyRule | None, setting: ToolSetting) -> PolicyOutcome:
-    group = (rule.group if rule is not None and rule.group_id else None) or setting.group
+def _review(reason: str, rule: PolicyRule | None, tool_name: str) -> PolicyOutcome:
+    group = rule.group if rule is not None and rule.group_id else ToolSetting.for_tool(tool_name).group
     return PolicyOutcome(
         REVIEW,
         reason,
@@ -86,26 +86,34 @@ def _review(reason: str, rule: PolicyRule | None, setting: ToolSetting) -> Polic
     )
 
 
-def _evaluate(tool: Tool, arguments: dict) -> PolicyOutcome:
+def rules_for(tool_names) -> dict[str, list[PolicyRule]]:
+    """The enabled rules, live and shadow, of these tools, in their order: one query for a whole step."""
+    rules: dict[str, list[PolicyRule]] = {name: [] for name in tool_names}
+    for rule in PolicyRule.objects.filter(enabled=True, tool_name__in=list(rules)).select_related("group"):
+        rules[rule.tool_name].append(rule)
+    return rules
+
+
+def _evaluate(tool: Tool, arguments: dict, rules: list[PolicyRule] | None) -> PolicyOutcome:
     default = TIER_DEFAULTS[Tier(tool.tier)]
     if default == FORBID:
         return PolicyOutcome(FORBID, f"{tool.name} is forbidden by its tier")
-    setting = ToolSetting.for_tool(tool.name)
-    rules = PolicyRule.objects.filter(enabled=True, shadow=False, tool_name=tool.name).select_related("group")
-    for rule in rules:
+    if rules is None:
+        rules = rules_for([tool.name])[tool.name]
+    for rule in (r for r in rules if not r.shadow):
         try:
             matched = rule_matches(rule, arguments)
         except RuleError as exc:
-            return _review(f"rule “{rule.name}” could not be evaluated ({exc}); held for review", rule, setting)
+            return _review(f"rule “{rule.name}” could not be evaluated ({exc}); held for review", rule, tool.name)
         if not matched:
             continue
         if rule.outcome == PolicyRule.Outcome.RUN:
             return PolicyOutcome(RUN, f"rule “{rule.name}”", rule.pk)
         if rule.outcome == PolicyRule.Outcome.FORBID:
             return PolicyOutcome(FORBID, f"rule “{rule.name}”", rule.pk)
-        return _review(f"rule “{rule.name}”", rule, setting)
+        return _review(f"rule “{rule.name}”", rule, tool.name)
     if default == REVIEW:
-        return _review(f"{Tier(tool.tier).label} tier", None, setting)
+        return _review(f"{Tier(tool.tier).label} tier", None, tool.name)
     return PolicyOutcome(default, f"{Tier(tool.tier).label} tier")
 
 
@@ -117,10 +125,10 @@ def _tool_group(tool: Tool) -> tuple[int | None, str]:
     return (group.pk, group.name) if group else (None, "")
 
 
-def evaluate(tool: Tool, arguments: dict) -> PolicyOutcome:
-    """Decide a call. Never raises: an error holds the call for review."""
+def evaluate(tool: Tool, arguments: dict, *, rules: list[PolicyRule] | None = None) -> PolicyOutcome:
+    """Decide a call (`rules`: the tool's, from rules_for(), if already read). Never raises: an error holds it."""
     try:
-        return _evaluate(tool, arguments)
+        return _evaluate(tool, arguments, rules)
     except Exception as exc:  # fail closed, whatever went wrong
         log.warning("policy evaluation failed for %s: %s", tool.name, exc)
         group_id, group_name = _tool_group(tool)
@@ -129,13 +137,15 @@ def evaluate(tool: Tool, arguments: dict) -> PolicyOutcome:
         )
 
 
-def shadow_outcomes(tool: Tool, arguments: dict) -> list[tuple[PolicyRule, str]]:
+def shadow_outcomes(
+    tool: Tool, arguments: dict, *, rules: list[PolicyRule] | None = None
+) -> list[tuple[PolicyRule, str]]:
     """What each enabled shadow rule of this tool would decide, for the rules whose condition holds.
 
     A shadow rule never affects a call: if it cannot be evaluated, it is skipped.
     """
     try:
-        rules = list(PolicyRule.objects.filter(enabled=True, shadow=True, tool_name=tool.name))
+        rules = [r for r in (rules_for([tool.name])[tool.name] if rules is None else rules) if r.shadow]
     except Exception as exc:
         log.warning("shadow rules could not be read for %s: %s", tool.name, exc)
         return []

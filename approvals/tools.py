@@ -197,6 +197,7 @@ class Registry:
     def __init__(self):
         self._tools: dict[str, Tool] = {}
         self._allowed: dict[str, tuple[str, ...]] = {}
+        self._specs: dict[tuple[int, ...], list[dict]] = {}
         self._sources: dict[str, Callable] = {}
         self._catalogs: list[Callable[[], Iterable[Tool]]] = []
 
@@ -250,8 +251,13 @@ class Registry:
         return [tool for tool in self.all(agent=agent) if tool.tier != Tier.FORBIDDEN]
 
     def openai_specs(self, *, agent: str | None = None) -> list[dict]:
-        """Specs for the model (of `agent`'s tools, if given): forbidden tools are never offered."""
-        return [tool.openai_spec() for tool in self.offered(agent=agent)]
+        """Specs for the model (of `agent`'s tools, if given): forbidden tools are never offered. Built once per
+        set of tools (not per turn: a JSON schema costs pydantic milliseconds); callers must not change them."""
+        offered = self.offered(agent=agent)
+        key = tuple(id(tool) for tool in offered)
+        if key not in self._specs:
+            self._specs[key] = [tool.openai_spec() for tool in offered]
+        return self._specs[key]
 
     def searchables(self) -> list[Searchable]:
         """Every tool's search fields, each once."""

@@ -222,7 +222,7 @@ class Seeder(CallLifecycle):
                 with cursor.copy(copy_statement(name, columns)) as copy:
                     for row in self.rows[name]:
                         copy.write_row(row)
-            AuditHead.objects.update_or_create(pk=1, defaults={"last_hash": self.prev_hash})
+            AuditHead.objects.update_or_create(chain=0, defaults={"last_hash": self.prev_hash})  # the global chain
             for model in (*ROW_COLUMNS, "auditevent"):
                 table = f"approvals_{model}"
                 django_cursor.execute(

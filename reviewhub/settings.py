@@ -167,7 +167,9 @@ TEMPLATES = [
     },
 ]
 
-# Database: PostgreSQL through DATABASE_URL, else SQLite (WAL) in var/.
+# Database: PostgreSQL through DATABASE_URL, else SQLite (WAL) in var/. Celery workers keep their
+# connection between tasks for WORKER_CONN_MAX_AGE seconds (reviewhub/celery.py); web processes do not.
+WORKER_CONN_MAX_AGE = env_int("WORKER_CONN_MAX_AGE", 300)
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}

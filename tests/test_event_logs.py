@@ -34,7 +34,10 @@ def reset_tool():
         sensitive_fields=("new_password",),
     )
     registry.register(tool)
+    support = registry.allowed("support")
+    registry.allow(agent="support", tools=[*support, tool.name])  # the run fixture's agent may call it
     yield tool
+    registry.allow(agent="support", tools=support)
     registry._tools.pop(tool.name)
 
 

@@ -5,13 +5,14 @@ OpenAI chat format because that is the lingua franca of agents, not because
 approvals/ calls a model.
 """
 
-from .audit import GENESIS_HASH, HASHED_FIELDS, AuditEvent, AuditHead
+from .audit import GENESIS_HASH, GLOBAL_CHAIN, HASHED_FIELDS, AuditEvent, AuditHead
 from .calls import Decision, ToolCall
 from .policy import PolicyRule, ShadowResult, ToolSetting
 from .runs import Message, Run, Tier
 
 __all__ = [
     "GENESIS_HASH",
+    "GLOBAL_CHAIN",
     "HASHED_FIELDS",
     "AuditEvent",
     "AuditHead",

@@ -11,6 +11,7 @@ from .runs import Run
 
 HASHED_FIELDS = ("run_id", "tool_call_id", "kind", "actor_id", "actor_label", "payload", "created_at", "prev_hash")
 GENESIS_HASH = "0" * 64
+GLOBAL_CHAIN = 0  # events without a run, anchors, and every event recorded before chains were per run
 
 
 class AuditEvent(models.Model):
@@ -53,6 +54,9 @@ class AuditEvent(models.Model):
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64, unique=True)
+    # Which chain the event extends: its run's id, or GLOBAL_CHAIN. Not hashed: an event moved to
+    # another chain no longer follows the events of either.
+    chain = models.PositiveBigIntegerField(default=GLOBAL_CHAIN)
 
     class Meta:
         ordering = ["id"]
@@ -77,6 +81,7 @@ class AuditEvent(models.Model):
 
 
 class AuditHead(models.Model):
-    """A single row holding the chain's last hash; locked to append in order."""
+    """The last hash of one chain (a run's, or the global one); locked to append to that chain in order."""
 
     last_hash = models.CharField(max_length=64, default=GENESIS_HASH)
+    chain = models.PositiveBigIntegerField(default=GLOBAL_CHAIN, unique=True)

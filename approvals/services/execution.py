@@ -12,9 +12,10 @@ from .. import audit, live, policy
 from ..hashing import args_hash
 from ..models import ToolCall, ToolSetting
 from ..text import edit_summary
-from ..tools import ArgumentsInvalid, Tool, ToolContext, ToolError, registry
+from ..tools import ArgumentsInvalid, Tool, ToolContext, registry
 from .deadlines import set_deadline
 from .decisions import counted_approvals, effective_group
+from .steps import run_tool_body
 from .transcript import record_output
 
 log = logging.getLogger(__name__)
@@ -114,8 +115,8 @@ def _returned_fields(call: ToolCall, back: Return) -> dict:
 @transaction.atomic
 def _return_to_queue(call: ToolCall, back: Return) -> None:
     fields = _returned_fields(call, back)
-    if not ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.EXECUTING).update(**fields):
-        return
+    if not ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED).update(**fields):
+        return  # another worker took it meanwhile
     if not back.new_round:
         # The approvals stand, but the last one no longer settled the call.
         call.decisions.filter(round=call.review_round, final=True).update(final=False)
@@ -124,58 +125,67 @@ def _return_to_queue(call: ToolCall, back: Return) -> None:
     live.call_changed(call.pk)
 
 
+RUNNABLE = (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING)
+
+
 def toolcall_execute(*, call: ToolCall) -> bool:
     """Run an approved call exactly as approved, and record what happened.
 
     Just before running, policy is evaluated again and the facts are fetched
-    again: a call that policy now forbids or wants more approvals for, or whose
-    material facts changed, does not run and goes back to the queue.
+    again (reads only, before any lock): a call that policy now forbids or wants
+    more approvals for, or whose material facts changed, does not run and goes
+    back to the queue. Then one transaction claims the call and records that it
+    is executing, and the tool's body runs.
     """
-    if call.run.is_remote:
-        return False  # its agent executes it, through the agent API's claim and report
-    retake = call.status == ToolCall.Status.EXECUTING
-    if not toolcall_claim(call=call):
-        return False
-    call.refresh_from_db()
+    call = ToolCall.objects.select_related("run").filter(pk=call.pk, status__in=RUNNABLE).first()
+    if call is None or call.run.is_remote:
+        return False  # a remote agent's call is executed by its agent, through the agent API's claim and report
+    retake = call.status == ToolCall.Status.EXECUTING  # a retaken call passed the checks before its worker died
     tool, arguments = registry.for_call(call), call.approved_arguments
-    decision = call.final_decision()
-    # What runs must be what was approved: same tool, same argument hash.
-    expected_hash = decision.arguments_hash if decision else call.arguments_hash
-    if tool is None or arguments is None or args_hash(arguments) != expected_hash:
-        return _finish(call, ToolCall.Status.FAILED, "Error: the approved call could not be matched; nothing was run.")
-    try:
-        args = tool.parse(arguments)
-    except ArgumentsInvalid as exc:
-        return _finish(
-            call, ToolCall.Status.FAILED, f"Error: the approved arguments are no longer valid: {exc.message()}"
-        )
-    if not retake:  # a retaken call passed these checks before its worker died
+    problem, args = _mismatch(call, tool, arguments)
+    if not problem and not retake:
         back = _policy_still_allows(call, tool, arguments) or _facts_still_hold(call, tool, args)
         if back is not None:
             _return_to_queue(call, back)
             return False
-    status, output = _run_tool(call, tool, args, retaken=retake)
+    if not _claim_and_record(call, executing=not problem):
+        return False
+    if problem:
+        return _finish(call, ToolCall.Status.FAILED, problem)
+    context = ToolContext(call.idempotency_key, call.run_id, call.run.dry_run, retake)
+    status, output = run_tool_body(call, tool, args, context)
     if call.arguments is not None and arguments != call.arguments:
         output = f"{edit_summary(call.arguments, arguments)}\nResult: {output}"
     return _finish(call, status, output)
 
 
-def _run_tool(call: ToolCall, tool: Tool, args, *, retaken: bool) -> tuple[str, str]:
-    run = call.run
-    payload = {
-        "arguments": call.approved_arguments,
-        "arguments_hash": args_hash(call.approved_arguments),
-        "idempotency_key": call.idempotency_key,
-        "dry_run": run.dry_run,
-    }
-    audit.record(audit.AuditEvent.Kind.EXECUTING, tool_call=call, payload=payload)
+def _mismatch(call: ToolCall, tool: Tool | None, arguments) -> tuple[str, object]:
+    """Why what would run is not what was approved ("" when it is), and the parsed arguments."""
+    decision = call.final_decision()
+    # What runs must be what was approved: same tool, same argument hash.
+    expected_hash = decision.arguments_hash if decision else call.arguments_hash
+    if tool is None or arguments is None or args_hash(arguments) != expected_hash:
+        return "Error: the approved call could not be matched; nothing was run.", None
     try:
-        return ToolCall.Status.EXECUTED, tool.run(args, ToolContext(call.idempotency_key, run.pk, run.dry_run, retaken))
-    except ToolError as exc:
-        return ToolCall.Status.FAILED, f"Error: {exc}"
-    except Exception as exc:
-        log.exception("tool %s failed", call.tool_name)
-        return ToolCall.Status.FAILED, f"Error: {call.tool_name} failed: {exc}"
+        return "", tool.parse(arguments)
+    except ArgumentsInvalid as exc:
+        return f"Error: the approved arguments are no longer valid: {exc.message()}", None
+
+
+@transaction.atomic
+def _claim_and_record(call: ToolCall, *, executing: bool) -> bool:
+    """Claim the call and, when it is about to run, record so in the trail: one commit before the tool's body."""
+    if not toolcall_claim(call=call):
+        return False
+    if executing:
+        payload = {
+            "arguments": call.approved_arguments,
+            "arguments_hash": args_hash(call.approved_arguments),
+            "idempotency_key": call.idempotency_key,
+            "dry_run": call.run.dry_run,
+        }
+        audit.record(audit.AuditEvent.Kind.EXECUTING, tool_call=call, payload=payload)
+    return True
 
 
 @transaction.atomic

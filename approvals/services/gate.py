@@ -8,16 +8,14 @@ for review, never run.
 
 from dataclasses import dataclass, replace
 
-from django.db import transaction
 from django.utils import timezone
 
-from .. import audit, live, policy, storable
+from .. import policy, storable
 from ..hashing import args_hash
-from ..models import Message, Run, Tier, ToolCall, ToolSetting
-from ..tools import ArgumentsInvalid, Tool, registry
+from ..models import AuditEvent, Message, Run, Tier, ToolCall, ToolSetting
+from ..tools import ArgumentsInvalid, Tool, ToolContext, registry
 from .deadlines import set_deadline
-from .shadow import shadow_record
-from .transcript import message_append, record_output
+from .steps import Gated, run_tool_body, step_store
 
 
 @dataclass(frozen=True)
@@ -38,35 +36,43 @@ ID_LENGTH = ToolCall._meta.get_field("call_id").max_length
 NAME_LENGTH = ToolCall._meta.get_field("tool_name").max_length
 
 
-@transaction.atomic
-def step_record(*, run: Run, content: str, calls: list[ProposedCall], turn: int | None = None) -> Message | None:
-    """Store the assistant's message and put each of its tool calls through the gate.
+def step_record(
+    *,
+    run: Run,
+    content: str,
+    calls: list[ProposedCall],
+    turn: int | None = None,
+    transcript: list[Message] | None = None,
+    ends: bool = False,
+    claim_next: bool = False,
+    run_read_only: bool = False,
+) -> Message | None:
+    """Store the assistant's message and put each of its tool calls through the gate, in one transaction.
 
-    With `turn`, only while that model turn is still the caller's: a turn the sweep
-    gave to another worker after its lease ran out, or a run cancelled meanwhile,
-    records nothing and returns None.
+    Policy, descriptions and facts are worked out before it, outside any lock, and so,
+    with `run_read_only`, are the read-only calls policy runs at once (they change
+    nothing; the others are executed after the commit, claimed one by one). With `turn`,
+    only while that model turn is still the caller's: a turn the sweep gave to another
+    worker after its lease ran out, or a run cancelled meanwhile, records nothing and
+    returns None. The loop passes the `transcript` it read (for the next sequence
+    number and the ids in use), `ends` (a reply without calls completes the run) and
+    `claim_next` (take the next model turn in the same commit when the step is answered).
     """
-    runs = Run.objects.filter(pk=run.pk)
-    if turn is not None:
-        runs = runs.filter(step_count=turn, thinking=True, status__in=Run.ACTIVE)
-    if not runs.update(thinking=False, updated_at=timezone.now()) and turn is not None:
-        return None
-    proposals = _storable_calls(run, calls)
-    message = message_append(
-        run=run,
-        role=Message.Role.ASSISTANT,
-        content=storable.escape(content),
-        tool_calls=[
-            {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.raw_arguments}}
-            for c, _ in proposals
-        ],
+    used = None if transcript is None else {c["id"] for m in transcript for c in m.tool_calls}
+    proposals = _storable_calls(run, calls, used)
+    rules = policy.rules_for({p.name for p, _ in proposals})
+    reasoning = storable.escape(content)
+    gated = [_gate(run, reasoning, proposed, problem, rules) for proposed, problem in proposals]
+    for item in gated if run_read_only else ():
+        if item.call.status == ToolCall.Status.APPROVED and item.tool.tier == Tier.READ_ONLY:
+            _run_now(run, item)
+    next_seq = None if transcript is None else transcript[-1].seq + 1
+    return step_store(
+        run=run, turn=turn, content=reasoning, gated=gated, next_seq=next_seq, ends=ends, claim_next=claim_next
     )
-    for proposed, problem in proposals:
-        _gate(run, message, proposed, problem)
-    return message
 
 
-def _storable_calls(run: Run, calls: list[ProposedCall]) -> list[tuple[ProposedCall, str]]:
+def _storable_calls(run: Run, calls: list[ProposedCall], used: set[str] | None) -> list[tuple[ProposedCall, str]]:
     """Each call as the record can hold it, and why it must be refused ("" when it need not).
 
     An id or a name the columns cannot take (too long, a NUL character, a lone surrogate)
@@ -74,7 +80,8 @@ def _storable_calls(run: Run, calls: list[ProposedCall]) -> list[tuple[ProposedC
     are unique in a run, since decisions and outputs bind to them: a repeated one is
     refused too, under an id made unique, so the transcript stays valid for the model.
     """
-    used = set(run.tool_calls.values_list("call_id", flat=True))
+    if used is None:
+        used = set(run.tool_calls.values_list("call_id", flat=True))
     result = []
     for proposed in calls:
         call_id, problem = _storable_id(proposed.call_id, used)
@@ -104,32 +111,31 @@ def _column_problem(what: str, text: str, limit: int) -> str:
     return f"its {what} {problem[0].lower()}{problem[1:].rstrip('.')}" if problem else ""
 
 
-def _gate(run: Run, message: Message, proposed: ProposedCall, problem: str) -> ToolCall:
+def _gate(run: Run, reasoning: str, proposed: ProposedCall, problem: str, rules: dict) -> Gated:
     call = ToolCall(
         run=run,
-        message=message,
         call_id=proposed.call_id,
         tool_name=proposed.name,
         raw_arguments=proposed.raw_arguments,
-        reasoning=message.content,
+        reasoning=reasoning,
         user_request=run.request,
     )
     try:
         if problem:
             raise _Refused(ToolCall.Status.INVALID, "invalid", f"Error: this tool call was not run: {problem}.")
         tool, args = _admit(call)
-        outcome = _decide_policy(call, tool)
+        outcome = _decide_policy(call, tool, rules[tool.name])
     except _Refused as refused:
         return _refuse(call, refused)
     outcome = _describe_or_hold(call, tool, args, outcome)
     if outcome.action == policy.RUN:
         call.approved_arguments = call.arguments
-        return _record_proposal(call, tool, ToolCall.Status.APPROVED, audit.AuditEvent.Kind.AUTO_RUN)
+        return _proposal(call, tool, args, rules, ToolCall.Status.APPROVED, AuditEvent.Kind.AUTO_RUN)
     call.required_approvals = outcome.required_approvals
     call.review_group_id = outcome.group_id
     set_deadline(call=call, setting=ToolSetting.for_tool(tool.name), now=timezone.now())
     extra = {"arguments_hash": call.arguments_hash, "reasoning": call.reasoning, "expires_at": call.expires_at}
-    return _record_proposal(call, tool, ToolCall.Status.PENDING, audit.AuditEvent.Kind.PROPOSED, **extra)
+    return _proposal(call, tool, args, rules, ToolCall.Status.PENDING, AuditEvent.Kind.PROPOSED, **extra)
 
 
 def _admit(call: ToolCall):
@@ -160,8 +166,8 @@ def _admit(call: ToolCall):
     return tool, args
 
 
-def _decide_policy(call: ToolCall, tool: Tool) -> policy.PolicyOutcome:
-    outcome = policy.evaluate(tool, call.arguments)
+def _decide_policy(call: ToolCall, tool: Tool, rules: list) -> policy.PolicyOutcome:
+    outcome = policy.evaluate(tool, call.arguments, rules=rules)
     call.policy = outcome.as_dict()
     if outcome.action == policy.FORBID:
         output = f"Error: {tool.name} is not allowed here ({outcome.reason}). Nothing was done."
@@ -183,29 +189,35 @@ def _describe_or_hold(call: ToolCall, tool: Tool, args, outcome: policy.PolicyOu
         return held
 
 
-def _record_proposal(call: ToolCall, tool: Tool, status: str, kind: str, **extra) -> ToolCall:
+def _proposal(call: ToolCall, tool: Tool, args, rules: dict, status: str, kind: str, **extra) -> Gated:
     call.status = status
-    call.save()
+    shadow = policy.shadow_outcomes(tool, call.arguments, rules=rules[tool.name])
     payload = {
         "tool": tool.name,
         "arguments": call.arguments,
         "description": call.description,
         "facts": call.facts,
         "policy": call.policy,
-        "shadow": shadow_record(call=call, tool=tool),
+        "shadow": [{"rule": rule.pk, "name": rule.name, "outcome": outcome} for rule, outcome in shadow],
         **extra,
     }
-    audit.record(kind, tool_call=call, payload=payload)
-    if status == ToolCall.Status.PENDING:
-        live.call_changed(call.pk)
-    return call
+    return Gated(call, kind, payload, tool=tool, args=args, shadow=shadow)
 
 
-def _refuse(call: ToolCall, refused: _Refused) -> ToolCall:
-    call.status = refused.status
-    call.output = refused.output
-    call.save()
+def _refuse(call: ToolCall, refused: _Refused) -> Gated:
+    call.status, call.output, call.output_recorded = refused.status, refused.output, True
     payload = {"tool": call.tool_name, "raw_arguments": call.raw_arguments, "output": refused.output}
-    audit.record(refused.kind, tool_call=call, payload=payload)
-    record_output(call=call, output=refused.output)
-    return call
+    return Gated(call, refused.kind, payload)
+
+
+def _run_now(run: Run, item: Gated) -> None:
+    """Run a read-only call that policy lets through, before the step's transaction: it changes nothing.
+
+    Its key is the run's and the model's call id (the call has no row yet); the trail records it.
+    """
+    call = item.call
+    key = f"run-{run.public_id}-{call.call_id}"
+    status, output = run_tool_body(call, item.tool, item.args, ToolContext(key, run.pk, run.dry_run))
+    call.status, call.output, call.output_recorded = status, output, True
+    call.claimed_at = call.executed_at = timezone.now()
+    item.ran_with_key = key

@@ -1,17 +1,8 @@
-"""Shadow rules: what each would have decided, set beside what people decided. They change nothing."""
+"""Shadow rules: what each would have decided, set beside what people decided. They change nothing.
+
+The gate stores what they would have decided (ShadowResult rows, with the step: steps.step_store)."""
 
 from ..models import ShadowResult, ToolCall
-from ..policy import shadow_outcomes
-from ..tools import Tool
-
-
-def shadow_record(*, call: ToolCall, tool: Tool) -> list[dict]:
-    """Store what each matching shadow rule would have decided about this call."""
-    recorded = []
-    for rule, outcome in shadow_outcomes(tool, call.arguments):
-        ShadowResult.objects.create(rule=rule, tool_call=call, outcome=outcome)
-        recorded.append({"rule": rule.pk, "name": rule.name, "outcome": outcome})
-    return recorded
 
 
 def shadow_settle(*, call: ToolCall, verdict: str) -> None:

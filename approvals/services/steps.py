@@ -1,0 +1,119 @@
+"""A model turn's reply recorded in one transaction: the run, the transcript rows, the calls and their trail.
+
+The gate (gate.py) works out everything a call needs before this transaction (policy,
+descriptions, facts, the output of read-only calls run at once), so the locks taken
+here — the run's row, then its audit chain's head — are held for a handful of
+statements, whatever the step and however long the run's history.
+"""
+
+import logging
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.utils import timezone
+from pydantic import BaseModel
+
+from .. import audit, live
+from ..hashing import args_hash
+from ..models import AuditEvent, Message, PolicyRule, Run, ShadowResult, ToolCall
+from ..tools import Tool, ToolContext, ToolError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Gated:
+    """One call as the gate left it, not stored yet: its first event, and whatever ran already."""
+
+    call: ToolCall
+    kind: str
+    payload: dict
+    tool: Tool | None = None
+    args: BaseModel | None = None
+    shadow: list[tuple[PolicyRule, str]] = field(default_factory=list)
+    ran_with_key: str = ""  # a read-only call run before the step was stored, under this key
+
+
+def run_tool_body(call: ToolCall, tool: Tool, args, context: ToolContext) -> tuple[str, str]:
+    """The tool's own code: its status and output; an error becomes the output, never an exception."""
+    try:
+        return ToolCall.Status.EXECUTED, tool.run(args, context)
+    except ToolError as exc:
+        return ToolCall.Status.FAILED, f"Error: {exc}"
+    except Exception as exc:
+        log.exception("tool %s failed", call.tool_name)
+        return ToolCall.Status.FAILED, f"Error: {call.tool_name} failed: {exc}"
+
+
+def _run_fields(run: Run, gated: list[Gated], *, ends: bool, claim_next: bool) -> dict:
+    """What the step changes on the run: the turn is over, the run completes, or the next turn is claimed."""
+    now = timezone.now()
+    fields = {"thinking": False, "updated_at": now}
+    if ends and not gated:
+        fields |= {"status": Run.Status.COMPLETED, "finished_at": now, "last_error": ""}
+    elif claim_next and gated and all(g.call.output_recorded for g in gated) and run.step_count < run.max_steps:
+        fields |= {"thinking": True, "status": Run.Status.RUNNING, "step_count": run.step_count + 1}
+    return fields
+
+
+def _trail(gated: list[Gated], run: Run, completes: bool) -> list[audit.Entry]:
+    entries = [audit.Entry(g.kind, g.call, payload=g.payload) for g in gated]
+    for g in (g for g in gated if g.ran_with_key):
+        common = {"arguments": g.call.approved_arguments, "idempotency_key": g.ran_with_key, "dry_run": run.dry_run}
+        executing = common | {"arguments_hash": args_hash(g.call.approved_arguments)}
+        entries.append(audit.Entry(AuditEvent.Kind.EXECUTING, g.call, payload=executing))
+        kind = AuditEvent.Kind.EXECUTED if g.call.status == ToolCall.Status.EXECUTED else AuditEvent.Kind.FAILED
+        entries.append(audit.Entry(kind, g.call, payload=common | {"output": g.call.output}))
+    if completes:
+        entries.append(audit.Entry(AuditEvent.Kind.COMPLETED, payload={"steps": run.step_count}))
+    return entries
+
+
+def _transcript_rows(run: Run, content: str, gated: list[Gated], seq: int) -> tuple[Message, list[Message]]:
+    """The assistant's message and, after it, an output for each call that has one already."""
+    calls = [
+        {
+            "id": g.call.call_id,
+            "type": "function",
+            "function": {"name": g.call.tool_name, "arguments": g.call.raw_arguments},
+        }
+        for g in gated
+    ]
+    message = Message(run=run, seq=seq, role=Message.Role.ASSISTANT, content=content, tool_calls=calls)
+    outputs = [g.call for g in gated if g.call.output_recorded]
+    return message, [message] + [
+        Message(run=run, seq=seq + i, role=Message.Role.TOOL, content=call.output, tool_call_id=call.call_id)
+        for i, call in enumerate(outputs, start=1)
+    ]
+
+
+@transaction.atomic
+def step_store(
+    *, run: Run, turn: int | None, content: str, gated: list[Gated], next_seq: int | None, ends: bool, claim_next: bool
+) -> Message | None:
+    """Store one reply: about six statements (run, chain head, messages, calls, trail, head), one transaction."""
+    fields = _run_fields(run, gated, ends=ends, claim_next=claim_next)
+    runs = Run.objects.filter(pk=run.pk)
+    if turn is not None:
+        runs = runs.filter(step_count=turn, thinking=True, status__in=Run.ACTIVE)
+    if not runs.update(**fields) and turn is not None:
+        return None
+    for key, value in fields.items():
+        setattr(run, key, value)
+    if next_seq is None:
+        last = run.messages.order_by("-seq").values_list("seq", flat=True).first()
+        next_seq = 0 if last is None else last + 1
+    message, rows = _transcript_rows(run, content, gated, next_seq)
+    Message.objects.bulk_create(rows)
+    for g in gated:
+        g.call.message = message
+    ToolCall.objects.bulk_create([g.call for g in gated])
+    shadows = [ShadowResult(rule=rule, tool_call=g.call, outcome=outcome) for g in gated for rule, outcome in g.shadow]
+    if shadows:
+        ShadowResult.objects.bulk_create(shadows)
+    audit.record_many(run, _trail(gated, run, fields.get("status") == Run.Status.COMPLETED))
+    for g in gated:
+        if g.call.status == ToolCall.Status.PENDING:
+            live.call_changed(g.call.pk)
+    live.run_changed(run.pk)
+    return message

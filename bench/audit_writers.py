@@ -1,0 +1,97 @@
+"""Audit events per second with 1, 8 and 32 concurrent writers, each transaction doing 2 ms of other work.
+
+    .venv/bin/python bench/audit_writers.py
+    .venv/bin/python bench/audit_writers.py --writers 1 8 16 32 --seconds 5
+
+Each writer is a process with its own connection and its own run (as agents and
+reviewers acting on different runs are), looping: begin, 2 ms of other work,
+record one event, commit. `--global-lock` also locks one shared row first in each
+transaction, the write path before chains were per run, for comparison in the same run.
+"""
+
+import argparse
+import json
+import multiprocessing
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import DEFAULT_DB, setup_django
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--writers", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument("--work-ms", type=float, default=2.0)
+    parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", DEFAULT_DB))
+    parser.add_argument("--global-lock", action="store_true", help="lock one shared row too, as before")
+    parser.add_argument("--json", action="store_true")
+    return parser.parse_args()
+
+
+def writer(run_id: int, stop, counts, slot: int, work: float, start, global_lock: bool) -> None:
+    from django.db import connection, transaction
+
+    from approvals import audit
+    from approvals.models import AuditHead, Run
+
+    run = Run.objects.get(pk=run_id)
+    AuditHead.objects.get_or_create(chain=0)
+    start.wait()
+    try:
+        while not stop.is_set():
+            with transaction.atomic():
+                if global_lock:
+                    AuditHead.objects.select_for_update().get(chain=0)
+                time.sleep(work)
+                audit.record("resumed", run=run, payload={"n": counts[slot]})
+            counts[slot] += 1
+    finally:
+        connection.close()
+
+
+def measure(writers: int, seconds: float, work_ms: float, global_lock: bool) -> float:
+    from django.db import connections
+
+    from approvals import services
+
+    runs = [services.run_create(agent="support", request=f"writer {i}").pk for i in range(writers)]
+    connections.close_all()  # each process opens its own
+    fork = multiprocessing.get_context("fork")
+    counts, stop, start = fork.Array("l", writers), fork.Event(), fork.Barrier(writers + 1)
+    args = (stop, counts)
+    processes = [
+        fork.Process(target=writer, args=(runs[i], *args, i, work_ms / 1000, start, global_lock))
+        for i in range(writers)
+    ]
+    for process in processes:
+        process.start()
+    start.wait()
+    began, before = time.perf_counter(), sum(counts)
+    time.sleep(seconds)
+    after, elapsed = sum(counts), time.perf_counter() - began
+    stop.set()
+    for process in processes:
+        process.join()
+    return (after - before) / elapsed
+
+
+def main():
+    args = parse_args()
+    setup_django(args.database_url)
+    results = {str(n): measure(n, args.seconds, args.work_ms, args.global_lock) for n in args.writers}
+    if args.json:
+        print(json.dumps(results))
+        return
+    base = results[str(args.writers[0])]
+    print("one shared row locked too (as before)" if args.global_lock else "a lock per run's chain")
+    for n, rate in results.items():
+        print(f"  {n:>3} writers: {rate:7.0f} audit events/s ({rate / base:.1f}x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""ReviewHub's agent loop with a stub model: time, SQL statements and WAL per step, flat or growing with history.
+
+    .venv/bin/python bench/loop.py                 # 200 steps, PostgreSQL database reviewhub_bench_loop
+    .venv/bin/python bench/loop.py --steps 50 --json
+
+The stub stands in for llm.complete: every model turn asks for one get_order_status
+(a read-only tool that runs without review), the shape of LangGraph's ReAct benchmark,
+and the last turn answers in text. Statements are every SQL statement the Django
+connection sends between two model turns, the tool's own included; WAL is what
+pg_walinspect finds for this database between two model turns.
+"""
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import DEFAULT_DB, median, setup_django
+from bench.peers.walbytes import Turns, Wal
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", DEFAULT_DB))
+    parser.add_argument("--json", action="store_true", help="print one JSON object (for bench/sidebyside.py)")
+    return parser.parse_args()
+
+
+class Stub:
+    """llm.complete: one get_order_status per turn until `steps` turns, then a text answer; marks each turn."""
+
+    def __init__(self, steps: int, turns: Turns, counter: list[int]):
+        self.steps, self.turns, self.counter = steps, turns, counter
+        self.statements: list[int] = []
+
+    def __call__(self, messages, tools, **kwargs):
+        from agents.llm import Reply
+        from approvals.services import ProposedCall
+
+        self.statements.append(self.counter[0])
+        self.turns.mark()
+        turn = len(self.statements)
+        if turn > self.steps:
+            return Reply(content="All done.", calls=[])
+        arguments = json.dumps({"order_id": "A-1002"})
+        call = ProposedCall(call_id=f"call_{turn}", name="get_order_status", raw_arguments=arguments)
+        return Reply(content="", calls=[call])
+
+
+def run_loop(steps: int, database_url: str) -> dict:
+    from django.db import connection
+
+    from agents import llm, loop
+    from approvals import services
+    from approvals.models import Run
+
+    counter = [0]
+
+    def count(execute, sql, params, many, context):
+        counter[0] += 1
+        return execute(sql, params, many, context)
+
+    stub = Stub(steps, Turns(Wal(database_url)), counter)
+    run = services.run_create(agent="support", request="Where is order A-1002?")
+    Run.objects.filter(pk=run.pk).update(max_steps=steps + 1)
+    llm.complete, original = stub, llm.complete
+    try:
+        with connection.execute_wrapper(count):
+            loop.advance(run.pk)
+    finally:
+        llm.complete = original
+    run.refresh_from_db()
+    assert run.status == Run.Status.COMPLETED, (run.status, run.last_error)
+    statements = [b - a for a, b in zip(stub.statements, stub.statements[1:])]
+    figures = stub.turns.summary()
+    figures |= {"statements_first10": median(statements[:10]), "statements_last10": median(statements[-10:])}
+    return figures
+
+
+def main():
+    args = parse_args()
+    setup_django(args.database_url)
+    result = run_loop(args.steps, args.database_url)
+    if args.json:
+        print(json.dumps(result))
+        return
+    print(f"ReviewHub loop, {result['steps']} steps with a stub model (one get_order_status per turn)")
+    print(f"  total {result['total_s']:.2f} s, {result['steps_per_s']:.1f} steps/s")
+    print(f"  ms per step: first 10 {result['ms_per_step_first10']:.1f}, last 10 {result['ms_per_step_last10']:.1f}")
+    print(f"  SQL statements per step: first 10 {result['statements_first10']}, last 10 {result['statements_last10']}")
+    print(f"  WAL per step: first 10 {result['wal_kib_first10']:.1f} KiB, last 10 {result['wal_kib_last10']:.1f} KiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""Decision committed → tool body starts, in a separate warm Celery worker, at several lengths of history.
+
+    .venv/bin/python bench/resume.py                      # histories 2, 50, 200; 30 samples each
+    .venv/bin/python bench/resume.py --histories 2 200 --samples 50 --json
+
+It starts one Celery worker (threads pool, the tools, turns and default queues of a
+queue name of its own) on PostgreSQL and Redis, and the demo model server for the turn
+that follows. For each sample: a run with HISTORY transcript messages and one call
+waiting for review; a reviewer approves it (services.toolcall_decide, as the queue
+page does); the time is taken when the decision commits and again on the first line
+of the tool body (bench/resume_tool.py, through Redis). A few samples warm up first.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.common import DEFAULT_DB, setup_django  # noqa: E402
+from bench.peers.walbytes import latency  # noqa: E402
+
+QUEUE = "bench-resume"
+TRACE = "--trace" in sys.argv
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--histories", type=int, nargs="+", default=[2, 50, 200])
+    parser.add_argument("--samples", type=int, default=30)
+    parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", DEFAULT_DB))
+    parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--trace", action="store_true", help="print when each task started, between the two")
+    return parser.parse_args()
+
+
+def start_worker(args, model_url: str) -> subprocess.Popen:
+    env = os.environ | {
+        "DATABASE_URL": args.database_url,
+        "REDIS_URL": args.redis_url,
+        "CELERY_QUEUE": QUEUE,
+        "OPENAI_BASE_URL": model_url,
+        "OPENAI_API_KEY": "",
+    }
+    env.pop("REVIEWHUB_RESUME", None)
+    queues = f"{QUEUE},{QUEUE}-turns,{QUEUE}-tools"
+    command = [sys.executable, "-m", "celery", "-A", "reviewhub", "worker", "-Q", queues, "-c", "2"]
+    command += ["--pool", "threads", "-l", "warning", "--include", "bench.resume_tool"]
+    command += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
+    return subprocess.Popen(command, cwd=ROOT, env=env)
+
+
+def waiting_run(history: int, reviewer):
+    """A run with `history` transcript messages whose last step is one bench_mark call waiting for review."""
+    from approvals import services
+    from approvals.models import Message, Run, ToolCall
+
+    run = Run.objects.create(agent="support", request="Note the time.", max_steps=3)
+    roles = [Message.Role.USER, Message.Role.ASSISTANT]
+    Message.objects.bulk_create(
+        Message(run=run, seq=i, role=roles[i % 2], content=f"message {i} " + "x" * 200) for i in range(history - 1)
+    )
+    call = services.ProposedCall(call_id="call_mark", name="bench_mark", raw_arguments='{"n": 1}')
+    services.step_record(run=run, content="Noting the time.", calls=[call])
+    return run, ToolCall.objects.get(run=run)
+
+
+def sample(history: int, reviewer, redis_client) -> float:
+    from django.db import transaction
+
+    from approvals import services
+    from approvals.models import Run
+
+    run, call = waiting_run(history, reviewer)
+    committed: list[float] = []
+    with transaction.atomic():
+        transaction.on_commit(lambda: committed.append(time.time()))
+        services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
+    key, deadline = f"bench-resume-{run.pk}", time.monotonic() + 30
+    while (started := redis_client.get(key)) is None:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the tool body of run {run.pk} did not start within 30 s: is the worker up?")
+        time.sleep(0.001)
+    while Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)  # let the worker finish the run before the next sample
+    task = redis_client.get(f"bench-task-{run.pk}")
+    if TRACE and task is not None:
+        print(
+            f"    history {history}: task starts {(float(task) - committed[0]) * 1000:.1f} ms after the commit, "
+            f"tool body {(float(started) - float(task)) * 1000:.1f} ms after that"
+        )
+    return (float(started) - committed[0]) * 1000
+
+
+def main():
+    args = parse_args()
+    os.environ["REDIS_URL"] = args.redis_url
+    os.environ["REVIEWHUB_RESUME"] = "agents.dispatch.enqueue_advance"
+    os.environ["CELERY_QUEUE"] = QUEUE
+    setup_django(args.database_url)
+    import redis
+
+    import bench.resume_tool  # noqa: F401 (registers bench_mark here too, for the gate)
+    from agents import model_server
+    from shop.demo_data import seed_users
+
+    server = model_server.serve()
+    reviewer = seed_users()["reviewer"]
+    worker = start_worker(args, server.url)
+    client = redis.Redis.from_url(args.redis_url)
+    try:
+        for _ in range(5):
+            sample(2, reviewer, client)  # warm the worker up
+        results = {str(h): latency([sample(h, reviewer, client) for _ in range(args.samples)]) for h in args.histories}
+    finally:
+        worker.terminate()
+        worker.wait(30)
+        server.shutdown()
+    if args.json:
+        print(json.dumps(results))
+        return
+    print("decision committed → tool body starts, warm Celery worker (threads pool, Redis)")
+    for history, figures in results.items():
+        print(
+            f"  history {history:>4}: p50 {figures['p50_ms']:.1f} ms, p99 {figures['p99_ms']:.1f} ms"
+            f" ({figures['n']} samples)"
+        )
+
+
+if __name__ == "__main__":
+    main()

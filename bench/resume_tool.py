@@ -1,0 +1,46 @@
+"""The tool bench/resume.py approves: its body's first line notes the time in Redis, keyed by the run.
+
+Imported by the benchmark and by the Celery worker it starts (`celery worker --include bench.resume_tool`).
+"""
+
+import time
+
+import redis
+from celery.signals import task_prerun
+from django.conf import settings
+from pydantic import BaseModel
+
+from approvals.models import Tier
+from approvals.tools import Tool, registry
+
+
+class MarkArgs(BaseModel):
+    n: int = 0
+
+
+def mark(args: MarkArgs, ctx) -> str:
+    started = time.time()
+    redis.Redis.from_url(settings.REDIS_URL).set(f"bench-resume-{ctx.run_id}", repr(started), ex=600)
+    return "marked"
+
+
+registry.register(
+    Tool(
+        name="bench_mark",
+        description="Note the time (benchmark only).",
+        args_model=MarkArgs,
+        tier=Tier.APPROVAL,
+        func=mark,
+    )
+)
+# The benchmark's runs are the support agent's: it may call bench_mark too (here and in the worker).
+registry.allow(agent="support", tools=[*registry.allowed("support"), "bench_mark"])
+
+
+def _note_task_start(sender=None, args=None, **kwargs):
+    """When the worker starts the task that resumes a run: where the time goes, with --trace."""
+    if args:
+        redis.Redis.from_url(settings.REDIS_URL).set(f"bench-task-{args[0]}", repr(time.time()), ex=600, nx=True)
+
+
+task_prerun.connect(_note_task_start)

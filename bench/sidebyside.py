@@ -1,0 +1,117 @@
+"""ReviewHub beside LangGraph + PostgresSaver and the OpenAI Agents SDK, in one run on one PostgreSQL server.
+
+    make bench-venv                               # once: the peers, pinned in bench/requirements.txt, in .venv-bench
+    .venv/bin/python bench/sidebyside.py          # 200 loop steps; resume at histories 2, 50, 200
+    .venv/bin/python bench/sidebyside.py --steps 100 --samples 20
+
+Each part runs in a process of its own, one after the other: ReviewHub's loop
+(bench/loop.py), its resumption through a warm Celery worker (bench/resume.py) and its
+audit writers (bench/audit_writers.py) with the project's Python; the peers
+(bench/peers/) with the bench virtualenv's Python, from bench/peers/ so that the
+Agents SDK's `agents` package is not shadowed by ReviewHub's `agents` app. Every figure
+is printed with its ratio to the best peer (ReviewHub ÷ best: below 1 is better for
+times and WAL, above 1 for steps per second).
+"""
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+PEERS = BENCH / "peers"
+BENCH_PYTHON = BENCH.parent / ".venv-bench" / "bin" / "python"
+SERVER = "postgres://postgres@127.0.0.1:5432"
+
+LOOP_FIGURES = [  # key, label, True when more is better
+    ("steps_per_s", "loop: steps per second", True),
+    ("total_s", "loop: total seconds", False),
+    ("ms_per_step_first10", "loop: ms per step, first 10", False),
+    ("ms_per_step_last10", "loop: ms per step, last 10", False),
+    ("wal_kib_first10", "loop: WAL KiB per step, first 10", False),
+    ("wal_kib_last10", "loop: WAL KiB per step, last 10", False),
+]
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--samples", type=int, default=30)
+    parser.add_argument("--histories", default="2,50,200")
+    parser.add_argument("--server", default=os.environ.get("BENCH_POSTGRES", SERVER), help="PostgreSQL, no database")
+    return parser.parse_args()
+
+
+def run_json(command: list[str], cwd: Path) -> dict:
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=1800)
+    if done.returncode:
+        sys.stderr.write(done.stderr[-3000:])
+        raise SystemExit(f"{' '.join(command[:3])} failed")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def reviewhub(args) -> dict:
+    url = f"{args.server}/reviewhub_bench_loop"
+    py, root = sys.executable, BENCH.parent
+    loop = run_json([py, "bench/loop.py", "--json", "--steps", str(args.steps), "--database-url", url], root)
+    histories = args.histories.split(",")
+    resume_args = ["--json", "--samples", str(args.samples), "--database-url", url, "--histories", *histories]
+    resume = run_json([py, "bench/resume.py", *resume_args], root)
+    writers = run_json(
+        [py, "bench/audit_writers.py", "--json", "--database-url", url, "--writers", "1", "8", "32"], root
+    )
+    return {"loop": loop, "resume": resume, "audit": writers}
+
+
+def peer(script: str, args) -> dict:
+    if not BENCH_PYTHON.exists():
+        raise SystemExit("No bench virtualenv: run `make bench-venv` first.")
+    url = f"{args.server}/reviewhub_bench_peers"
+    command = [str(BENCH_PYTHON), script, url, str(args.steps), args.histories, str(args.samples)]
+    return run_json(command, PEERS)
+
+
+def ratio(ours: float, peers: list[float], more_is_better: bool) -> str:
+    best = max(peers) if more_is_better else min(peers)
+    return f"{ours / best:.2f}x" if best else "-"
+
+
+def table(ours: dict, peers: dict[str, dict]) -> list[str]:
+    names = list(peers)
+    lines = [f"{'figure':<40} {'ReviewHub':>10} " + " ".join(f"{n:>12}" for n in names) + "   ratio to best peer"]
+    rows = [
+        (label, ours["loop"][key], [p["loop"][key] for p in peers.values()], more) for key, label, more in LOOP_FIGURES
+    ]
+    for history in ours["resume"]:
+        for stat in ("p50_ms", "p99_ms"):
+            label = f"resume: decision → tool body, history {history}, {stat[:3]}"
+            rows.append(
+                (label, ours["resume"][history][stat], [p["resume"][history][stat] for p in peers.values()], False)
+            )
+    for label, value, others, more in rows:
+        cells = " ".join(f"{v:>12.2f}" for v in others)
+        lines.append(f"{label:<40} {value:>10.2f} {cells}   {ratio(value, others, more)}")
+    for writers, rate in ours["audit"].items():
+        lines.append(
+            f"{f'audit events/s, {writers} writers':<40} {rate:>10.0f} " + " ".join(f"{'-':>12}" for _ in names)
+        )
+    return lines
+
+
+def main():
+    args = parse_args()
+    ours = reviewhub(args)
+    peers = {"LangGraph": peer("langgraph_bench.py", args), "Agents SDK": peer("agents_sdk_bench.py", args)}
+    print(
+        f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()},"
+        f" load average {os.getloadavg()[0]:.1f}"
+    )
+    print("\n".join(table(ours, peers)))
+    print(json.dumps({"ReviewHub": ours, **peers}))
+
+
+if __name__ == "__main__":
+    main()

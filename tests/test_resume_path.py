@@ -1,0 +1,48 @@
+"""What an approval's resumption does before the tool runs: the call, its checks, one commit; not the transcript."""
+
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from agents import loop
+from approvals import services
+from approvals.models import AuditEvent, Run, ToolCall
+from shop.models import Refund
+
+REFUND_REQUEST = "Order A-1002 arrived broken. Please refund $35."
+
+
+def approved(make_run, reviewer) -> ToolCall:
+    run = make_run(REFUND_REQUEST)
+    call = run.tool_calls.get(status=ToolCall.Status.PENDING)
+    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
+    return call
+
+
+def test_the_tools_task_runs_an_approved_call_before_reading_the_transcript(make_run, reviewer):
+    call = approved(make_run, reviewer)
+    with CaptureQueriesContext(connection) as queries:
+        loop.advance(call.run_id, only=loop.TOOLS)
+    sql = [q["sql"] for q in queries.captured_queries]
+    claimed = next(i for i, s in enumerate(sql) if s.startswith('UPDATE "approvals_toolcall"') and "executing" in s)
+    assert not any("approvals_message" in s for s in sql[:claimed])
+    assert Refund.objects.count() == 1
+
+
+def test_the_claim_and_the_executing_event_are_one_commit(make_run, reviewer):
+    call = approved(make_run, reviewer)
+    with CaptureQueriesContext(connection) as queries:
+        loop.advance(call.run_id, only=loop.TOOLS)
+    sql = [q["sql"] for q in queries.captured_queries]
+    claimed = next(i for i, s in enumerate(sql) if s.startswith('UPDATE "approvals_toolcall"') and "executing" in s)
+    recorded = next(i for i, s in enumerate(sql) if s.startswith('INSERT INTO "approvals_auditevent"') and i > claimed)
+    assert sql[claimed - 1].startswith("SAVEPOINT")  # the claim opens the block that records the event
+    assert not any(s.startswith(("RELEASE SAVEPOINT", "COMMIT")) for s in sql[claimed:recorded])
+    assert AuditEvent.objects.filter(tool_call=call, kind="executing").count() == 1
+
+
+def test_the_tools_task_does_not_run_an_approved_call_of_a_cancelled_run(make_run, reviewer):
+    call = approved(make_run, reviewer)
+    Run.objects.filter(pk=call.run_id).update(status=Run.Status.CANCELLED)
+    loop.advance(call.run_id, only=loop.TOOLS)
+    assert Refund.objects.count() == 0
+    assert ToolCall.objects.get(pk=call.pk).status == ToolCall.Status.APPROVED
