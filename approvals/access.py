@@ -45,7 +45,8 @@ Agents that run elsewhere (the agent API, remote/) act with a token, never a ses
 belongs to one agent identity, whose user account is the requester of its runs (so nobody's
 no-self-approval rule is bypassed: that account may never decide). It sees and acts on only
 its own declared tools (agent_tools) and the calls of the runs it requested and advances
-(agent_calls); anything else is answered as if it did not exist (404).
+(agent_calls); anything else is answered as if it did not exist (404). An MCP gateway (gateway/) is
+such an agent: its HTTP endpoint answers only to its own agent's tokens (agent_gateways).
 
 In the admin, Django's model permissions decide, and auditors change nothing there
 either (auditors.AuditorsOnlyLook asks is_auditor). Where a socket may come from
@@ -302,3 +303,10 @@ def can_read_metrics(*, authorization: str, address: str) -> bool:
     except ValueError:
         return False
     return any(client in ipaddress.ip_network(network, strict=False) for network in settings.METRICS_ALLOWED_NETWORKS)
+
+
+def agent_gateways(agent_user, queryset):
+    """The MCP gateways an agent identity's token may use: its own (gateway/http.py asks)."""
+    if not _logged_in(agent_user):
+        return queryset.none()
+    return queryset.filter(agent__user=agent_user)

@@ -11,11 +11,12 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from approvals.live import remember_loop  # noqa: E402
 from approvals.routing import websocket_urlpatterns  # noqa: E402
+from gateway.http import with_mcp  # noqa: E402
 from reviewhub.origins import SameOriginValidator  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": with_mcp(django_asgi_app),  # the MCP gateways at /mcp/NAME/, the rest Django's
         "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -116,6 +116,7 @@ INSTALLED_APPS = [
     "remote",
     "shop",
     "ops",
+    "gateway",
 ]
 
 MIDDLEWARE = [
@@ -353,3 +354,8 @@ LOGGING = {
         "ops": {"level": env_str("LOG_LEVEL", "INFO")},
     },
 }
+
+# The MCP gateway (gateway/): progress notifications this often while a call waits for review; the tools it
+# lists are re-read from the database at most this often between listings.
+REVIEWHUB_MCP_PROGRESS_SECONDS = float(env_str("REVIEWHUB_MCP_PROGRESS_SECONDS", "5"))
+REVIEWHUB_MCP_CATALOG_SECONDS = float(env_str("REVIEWHUB_MCP_CATALOG_SECONDS", "2"))

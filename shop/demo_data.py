@@ -54,7 +54,7 @@ def setup_roles() -> None:
     # Auditors read the whole record in the admin and change nothing.
     auditors.permissions.add(
         *Permission.objects.filter(
-            content_type__app_label__in=["approvals", "shop", "remote"], codename__startswith="view_"
+            content_type__app_label__in=["approvals", "shop", "remote", "gateway"], codename__startswith="view_"
         )
     )
 

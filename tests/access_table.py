@@ -128,6 +128,7 @@ ADMIN_MODELS = {
     "auth.user": ACCOUNTS, "auth.group": ACCOUNTS,
     "remote.remoteagent": RECORD, "remote.agenttoken": RECORD, "remote.declaredtool": RECORD,
     "remote.webhookdelivery": RECORD, "remote.webhook": EDITABLE,
+    "gateway.gateway": EDITABLE, "gateway.upstream": EDITABLE,
 }
 ADMIN_MODEL_PAGES = {
     # page               (audrey, root) for: RECORD      EDITABLE    ACCOUNTS
@@ -258,7 +259,17 @@ def _remote_rows() -> dict:
     call, _ = remote_services.call_propose(agent=agent, proposal=proposal | {"facts": {}, "idempotency_key": "k"})
     hook = Webhook.objects.create(agent=agent, url="https://agent.example.com/hook", secret="whsec_" + "A" * 32)
     WebhookDelivery.objects.create(webhook=hook, tool_call=call, message_id="msg_access")
+    _gateway_rows()
     return {"name": "count", "call_id": call.pk}
+
+
+def _gateway_rows() -> None:
+    """An MCP gateway with one upstream server (never started here)."""
+    from gateway import services as gateway_services
+    from gateway.models import Upstream
+
+    gateway = gateway_services.gateway_create(name="mcp-access")
+    Upstream.objects.create(gateway=gateway, name="shop", command="python server.py")
 
 
 def _ops_rows(users: dict) -> None:

@@ -1,0 +1,83 @@
+"""The MCP gateway over streamable HTTP, mounted at /mcp/NAME/ in the ASGI application, in front of the example
+shop served over streamable HTTP too; a reviewer edits the refund through the call panel's HTTP form."""
+
+import json
+
+import httpx
+import pytest
+
+from approvals.models import ToolCall
+from remote import services as remote_services
+from remote.tokens import token_create
+
+from .mcpgateway import SHOP_SERVER, McpClient, gateway_env, http_transport, refunds, shop_gateway
+from .reviewing import post
+from .stack import Processes, free_port, wait_for_http
+from .test_mcp_gateway import REFUND, pending_call
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def served(tmp_path):
+    """The shop on its own port and ReviewHub's ASGI application (uvicorn) with the gateway `shophttp` before it:
+    (the gateway's MCP URL, a token of its agent)."""
+    processes = Processes(gateway_env(tmp_path))
+    shop_port, port = free_port(), free_port()
+    shop = processes.start(str(SHOP_SERVER), "--http", "--port", str(shop_port), log_name="mcp-shop-http")
+    web = processes.start("-m", "uvicorn", "reviewhub.asgi:application", "--port", str(port), log_name="mcp-web")
+    try:
+        wait_for_http(f"http://127.0.0.1:{shop_port}/mcp", process=shop)
+        wait_for_http(f"http://127.0.0.1:{port}/mcp/", process=web)
+        gateway = shop_gateway("shophttp", url=f"http://127.0.0.1:{shop_port}/mcp")
+        _, token = token_create(agent=gateway.agent)
+        yield f"http://127.0.0.1:{port}/mcp/shophttp/", token
+    finally:
+        processes.stop()
+
+
+def test_over_http_a_request_without_a_token_of_the_gateways_agent_is_refused(served):
+    url, _ = served
+    other, _ = remote_services.agent_get_or_create(name="someone-else")
+    _, other_token = token_create(agent=other)
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+
+    anonymous = httpx.post(url, json=ping)
+    wrong = httpx.post(url, json=ping, headers={"Authorization": f"Bearer {other_token}"})
+
+    assert anonymous.status_code == wrong.status_code == 401
+    assert "Bearer" in anonymous.headers["www-authenticate"]
+
+
+def test_over_http_the_tools_are_listed_and_a_read_only_call_passes_straight_through(served):
+    url, token = served
+    with McpClient(http_transport(url, token)) as mcp:
+        names = {tool.name for tool in mcp.list_tools()}
+        result = mcp.call_tool("lookup_order", {"order_id": "A-1002"})
+
+    assert names == {"lookup_order", "get_balance", "refund"}
+    assert result.content[0].text == "Order A-1002: ben@example.com, total $120.00, shipped."
+    assert not ToolCall.objects.exists()
+
+
+def test_over_http_a_refund_and_its_retry_wait_on_one_call_edited_in_the_reviewers_form_and_run_once(
+    served, client, reviewer, tmp_path
+):
+    url, token = served
+    client.force_login(reviewer)
+    with McpClient(http_transport(url, token)) as mcp:
+        first = mcp.call_tool_later("refund", REFUND)
+        call = pending_call()
+        retry = mcp.call_tool_later("refund", REFUND)
+        edited = json.dumps(REFUND | {"amount": 49})
+        response = post(client, call, "edit", arguments_json=edited, reason="the order total is $49")
+        results = [first.result(60), retry.result(60)]
+
+    assert response.status_code in (200, 302)
+    assert ToolCall.objects.count() == 1
+    assert refunds(tmp_path) == [("A-1001", 49.0)]
+    for result in results:
+        assert [block.text for block in result.content] == [
+            "A reviewer changed the arguments before this ran: amount: 490 → 49.",
+            "Refunded $49.00 on order A-1001.",
+        ]
