@@ -9,6 +9,7 @@ import time
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import connection
 from ninja import NinjaAPI, Path, Query, Swagger
 
 from approvals import access
@@ -65,8 +66,14 @@ def _reread(request, call_id: int) -> ToolCall:
 
 
 def _read_if_decided(request, call_id: int) -> ToolCall | None:
+    """The call once decided; while it is pending the request's database connection is closed (conn_max_age 0
+    makes it cheap to open again): a hundred waiting agents must not hold a hundred PostgreSQL connections."""
     call = _reread(request, call_id)
-    return None if call.is_pending else call
+    if not call.is_pending:
+        return call
+    if not connection.in_atomic_block:
+        connection.close()
+    return None
 
 
 @api.get(
