@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 from bench.common import percentile, setup_django  # noqa: E402
 from bench.fanout import PENDING_CALL, free_port, start_server  # noqa: E402
 
+STAGGER = 0.0  # set from --stagger, for the report
 QUEUE = "bench-agents"  # a Celery queue of our own: no other worker on the same Redis takes these tasks
 TOOL = {
     "description": "Refund money to the customer of an order.",
@@ -57,6 +58,7 @@ def parse_args():
     parser.add_argument("--agents", type=int, default=100)
     parser.add_argument("--webhooks", choices=["half", "all"], default="half")
     parser.add_argument("--interval", type=float, default=0.05, help="seconds between two decisions")
+    parser.add_argument("--stagger", type=float, default=0.0, help="seconds between two agents' proposals")
     parser.add_argument("--warm-up", type=int, default=5, help="agents in the unmeasured first round")
     parser.add_argument(
         "--database-url",
@@ -141,8 +143,9 @@ class Round:
         self.polls_lost: list[str] = []
 
 
-async def agent(http, token: str, tag: str, rnd: Round, hooked: bool) -> None:
+async def agent(http, token: str, tag: str, rnd: Round, hooked: bool, delay: float) -> None:
     """Propose one call, then long-poll until it is decided (asking again if the wait runs out)."""
+    await asyncio.sleep(delay)
     headers = {"Authorization": f"Bearer {token}"}
     body = {
         "thread_id": f"bench-{tag}",
@@ -206,13 +209,16 @@ async def wait_until(condition, seconds: float) -> None:
         await asyncio.sleep(0.02)
 
 
-async def one_round(http, port: int, people, tokens: list[str], *, tag: str, interval: float, receiver, hooked: int):
+async def one_round(http, port: int, people, tokens: list[str], *, tag, interval, stagger, receiver, hooked: int):
     """All agents propose and wait; once every call is in the queue, the reviewer approves them one by one."""
     reviewer, cookie, _ = people
     rnd, ready = Round(), asyncio.Event()
     watcher = asyncio.create_task(watch_queue(port, cookie, rnd, ready))
     await asyncio.wait_for(ready.wait(), 30)
-    agents = [asyncio.create_task(agent(http, token, f"{tag}-{i}", rnd, i < hooked)) for i, token in enumerate(tokens)]
+    agents = [
+        asyncio.create_task(agent(http, token, f"{tag}-{i}", rnd, i < hooked, i * stagger))
+        for i, token in enumerate(tokens)
+    ]
     await wait_until(lambda: len(rnd.sent) + len(rnd.polls_lost) >= len(tokens), 60)
     await wait_until(lambda: set(rnd.sent) <= set(rnd.pushed), 10)
     await asyncio.sleep(0.5)  # every long-poll is waiting before the first decision
@@ -238,7 +244,8 @@ def report(rnd: Round, receiver) -> None:
     polls = [(rnd.returned[c] - rnd.committed[c]) * 1000 for c in calls if c in rnd.returned and c in rnd.committed]
     hooks = [(receiver.arrivals[c][0] - rnd.committed[c]) * 1000 for c in hooked_calls if c in receiver.arrivals]
     load = os.getloadavg()
-    print(f"{len(calls)} agents; {os.cpu_count()} CPUs; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"{len(calls)} agents, proposals {STAGGER} s apart; {os.cpu_count()} CPUs;", end=" ")
+    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"{'':<44} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'max ms':>8}   count")
     print(summary("proposal response → queue push", pushes, len(calls)))
     print(summary("proposal request sent → queue push", since_sent, len(calls)))
@@ -262,7 +269,7 @@ async def run_all(args, port: int, people, receiver) -> Round:
         await prepare_agents(http, tokens, receiver.url, hooked)
         stamp = time.strftime("%H%M%S")
         warm = tokens[: args.warm_up]
-        options = {"interval": args.interval, "receiver": receiver}
+        options = {"interval": args.interval, "stagger": args.stagger, "receiver": receiver}
         await one_round(http, port, people, warm, tag=f"{stamp}-warm", hooked=len(warm), **options)
         receiver.arrivals.clear()
         return await one_round(http, port, people, tokens, tag=stamp, hooked=hooked, **options)
@@ -270,6 +277,8 @@ async def run_all(args, port: int, people, receiver) -> Round:
 
 def main() -> None:
     args = parse_args()
+    global STAGGER
+    STAGGER = args.stagger
     environ = {"REDIS_URL": args.redis_url, "CELERY_QUEUE": QUEUE, "REVIEWHUB_WEBHOOK_ALLOW_PRIVATE": "1"}
     os.environ.pop("REVIEWHUB_RESUME", None)
     setup_django(args.database_url, **environ, REVIEWHUB_TASKS_IN_PROCESS="0")
