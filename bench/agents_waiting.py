@@ -138,6 +138,7 @@ class Round:
         self.answered: dict[int, float] = {}  # call id → proposal response received
         self.pushed: dict[int, float] = {}  # call id → first push of it in the reviewer's queue
         self.committed: dict[int, float] = {}  # call id → decision committed
+        self.committed_wall: dict[int, float] = {}  # the same, time.time(), to compare with the database's
         self.returned: dict[int, float] = {}  # call id → long-poll returned with a decision
         self.hooked: set[int] = set()  # calls of agents with a webhook
         self.polls_lost: list[str] = []
@@ -183,6 +184,10 @@ async def watch_queue(port: int, cookie: str, rnd: Round, ready: asyncio.Event) 
                 rnd.pushed.setdefault(int(match[1]), at)
 
 
+def stamp(rnd: Round, call_id: int) -> None:
+    rnd.committed[call_id], rnd.committed_wall[call_id] = time.perf_counter(), time.time()
+
+
 def decide_all(reviewer, call_ids: list[int], interval: float, rnd: Round) -> None:
     """Approve each call as the reviewer, one by one, stamping each commit (before its on-commit work)."""
     from django.db import connection, transaction
@@ -194,7 +199,7 @@ def decide_all(reviewer, call_ids: list[int], interval: float, rnd: Round) -> No
         for call_id in call_ids:
             call = ToolCall.objects.get(pk=call_id)
             with transaction.atomic():
-                transaction.on_commit(lambda call_id=call_id: rnd.committed.setdefault(call_id, time.perf_counter()))
+                transaction.on_commit(lambda call_id=call_id: stamp(rnd, call_id))
                 services.toolcall_decide(
                     call_id=call_id, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash
                 )
@@ -256,6 +261,30 @@ def report(rnd: Round, receiver) -> None:
     print(f"lost: {lost[0]} pushes, {lost[1]} long-polls, {lost[2]} webhooks; {duplicates} duplicate deliveries")
     for line in rnd.polls_lost:
         print("  " + line)
+    webhook_path(rnd, receiver)
+
+
+def webhook_path(rnd: Round, receiver) -> None:
+    """Medians of the webhook's legs: the decider's on-commit work, the broker and worker, the POST."""
+    from remote.models import WebhookDelivery
+
+    legs: dict[str, list[float]] = {"commit → delivery row": [], "row → attempt starts": [], "attempt → arrival": []}
+    for row in WebhookDelivery.objects.filter(tool_call_id__in=rnd.hooked, last_attempt_at__isnull=False):
+        call_id, committed = row.tool_call_id, rnd.committed_wall.get(row.tool_call_id)
+        if committed is None or call_id not in receiver.arrivals:
+            continue
+        arrived = committed + receiver.arrivals[call_id][0] - rnd.committed[call_id]
+        legs["commit → delivery row"].append((row.created_at.timestamp() - committed) * 1000)
+        legs["row → attempt starts"].append((row.last_attempt_at.timestamp() - row.created_at.timestamp()) * 1000)
+        legs["attempt → arrival"].append((arrived - row.last_attempt_at.timestamp()) * 1000)
+    print(
+        "webhook legs (p50 / p99 ms): "
+        + "; ".join(
+            f"{name} {percentile(values, 50):.0f} / {percentile(values, 99):.0f}"
+            for name, values in legs.items()
+            if values
+        )
+    )
 
 
 async def run_all(args, port: int, people, receiver) -> Round:
