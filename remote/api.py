@@ -87,8 +87,8 @@ async def call_get(request, call_id: int = CALL_ID, wait: float = Query(0, ge=0,
         deadline = time.monotonic() + wait
         async with waiting.Waiter(call_id) as event:
             while True:
-                if await sync_to_async(_read_if_decided)(request, call_id) is not None:
-                    break
+                if (decided := await sync_to_async(_read_if_decided)(request, call_id)) is not None:
+                    return await sync_to_async(call_json)(decided, request)  # as read: no second query
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
