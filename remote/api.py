@@ -9,6 +9,7 @@ import time
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import connection
 from ninja import NinjaAPI, Path, Query, Swagger
 
 from approvals import access
@@ -65,8 +66,14 @@ def _reread(request, call_id: int) -> ToolCall:
 
 
 def _read_if_decided(request, call_id: int) -> ToolCall | None:
+    """The call once decided; while it is pending the request's database connection is closed (conn_max_age 0
+    makes it cheap to open again): a hundred waiting agents must not hold a hundred PostgreSQL connections."""
     call = _reread(request, call_id)
-    return None if call.is_pending else call
+    if not call.is_pending:
+        return call
+    if not connection.in_atomic_block:
+        connection.close()
+    return None
 
 
 @api.get(
@@ -80,8 +87,8 @@ async def call_get(request, call_id: int = CALL_ID, wait: float = Query(0, ge=0,
         deadline = time.monotonic() + wait
         async with waiting.Waiter(call_id) as event:
             while True:
-                if await sync_to_async(_read_if_decided)(request, call_id) is not None:
-                    break
+                if (decided := await sync_to_async(_read_if_decided)(request, call_id)) is not None:
+                    return await sync_to_async(call_json)(decided, request)  # as read: no second query
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break

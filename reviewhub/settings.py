@@ -215,7 +215,9 @@ if REDIS_URL:
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             # redis-py 8's default socket timeout equals channels-redis's blocking
             # read; a longer one keeps idle sockets open (channels_redis issue 422).
-            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 15}]},
+            # redis-py's pool refuses a 101st connection ("Too many connections"): 100 proposals committing
+            # at once in one ASGI process each push through one, and the pushes were dropped (bench/agents_waiting.py).
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 15, "max_connections": 1000}]},
         }
     }
 else:

@@ -109,3 +109,32 @@ def _subscribed(url: str) -> bool:
     import redis
 
     return bool(redis.Redis.from_url(url).pubsub_numsub(waiting.CHANNEL)[0][1])
+
+
+def _connections_to_this_database() -> int:
+    with connections["default"].cursor() as cursor:
+        cursor.execute(
+            "select count(*) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()"
+        )
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_waiting_long_poll_holds_no_database_connection(require_postgres, roles, django_user_model, settings):
+    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120
+    agent = AgentClient("poller")
+    agent.declare()
+    reviewer = django_user_model.objects.create_user("alice")
+    reviewer.groups.add(*Group.objects.filter(name="reviewers"))
+    call = ToolCall.objects.get(pk=agent.propose()["id"])
+    answers: list = []
+
+    thread = _poll_in_thread(agent.token, call.pk, answers)
+    assert wait_for(lambda: call.pk in waiting._waiters), "the long-poll never started waiting"
+    released = wait_for(lambda: _connections_to_this_database() == 0)
+    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+    thread.join(90)
+
+    assert released, "the waiting long-poll kept its database connection open"
+    assert answers and answers[0]["status"] == "approved"
