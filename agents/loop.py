@@ -89,23 +89,26 @@ def _advance(run_id: int, *, only: str | None) -> str | None:
             return TURN
         if not owned and not _begin_turn(run):
             return  # another worker is taking this turn
-        try:
-            reply = llm.complete([m.as_openai() for m in messages], registry.openai_specs(agent=run.agent))
-        except llm.ModelError as exc:
-            services.run_fail(run=run, error=str(exc))
+        owned = _take_turn(run, messages)
+        if owned is None:
             return
-        turn = run.step_count
-        recorded = services.step_record(
-            run=run,
-            content=reply.content,
-            calls=reply.calls,
-            turn=turn,
-            transcript=messages,
-            **FUSED,
-        )
-        if recorded is None:
-            return  # the turn outlived its lease and was given to another worker
-        owned = run.thinking and run.step_count == turn + 1
+
+
+def _take_turn(run: Run, messages: list[Message]) -> bool | None:
+    """One model turn and its step, recorded in one commit. Whether this worker holds the next turn
+    (claimed by that commit); None when the run stops here (the model failed, or the turn was given away)."""
+    try:
+        reply = llm.complete([m.as_openai() for m in messages], registry.openai_specs(agent=run.agent))
+    except llm.ModelError as exc:
+        services.run_fail(run=run, error=str(exc))
+        return None
+    turn = run.step_count
+    recorded = services.step_record(
+        run=run, content=reply.content, calls=reply.calls, turn=turn, transcript=messages, **FUSED
+    )
+    if recorded is None:
+        return None  # the turn outlived its lease and was given to another worker
+    return run.thinking and run.step_count == turn + 1
 
 
 def _run_approved_first(run_id: int) -> None:
