@@ -237,7 +237,9 @@
     var target = event.detail.target;
     if (!target.dataset || target.dataset.rereading !== "1") return;
     delete target.dataset.rereading;
-    if (working(target) || target.dataset.pending !== "1" || target.classList.contains("decided-elsewhere")) event.detail.shouldSwap = false;
+    // Not over a card the reviewer has started on, nor over one with a request of its own in flight (a preview, say).
+    var started = working(target) || !!target.querySelector(".htmx-request");
+    if (started || target.dataset.pending !== "1" || target.classList.contains("decided-elsewhere")) event.detail.shouldSwap = false;
   });
 
   document.addEventListener("htmx:load", function (event) {
