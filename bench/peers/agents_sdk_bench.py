@@ -71,7 +71,7 @@ class Stub(Model):
         return ModelResponse(output=[message], usage=Usage(), response_id=None)
 
     def stream_response(self, *args, **kwargs):
-        raise NotImplementedError
+        raise RuntimeError("the benchmark runs the SDK without streaming; its stub model has no stream")
 
 
 def agent(model: Model) -> Agent:
