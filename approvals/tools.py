@@ -115,16 +115,7 @@ class Tool:
 
     def parse(self, arguments) -> BaseModel:
         """Validate arguments (a dict or a JSON string); raises ArgumentsInvalid."""
-        if isinstance(arguments, str):
-            try:
-                arguments = storable.load_json(arguments) if arguments.strip() else {}
-            except storable.Unreadable as exc:
-                raise ArgumentsInvalid({"__all__": [f"Arguments are not valid JSON: {exc}."]})
-        if not isinstance(arguments, dict):
-            raise ArgumentsInvalid({"__all__": ["Arguments must be a JSON object."]})
-        problems = storable.json_problems(arguments)
-        if problems:
-            raise ArgumentsInvalid(problems)
+        arguments = arguments_object(arguments)
         try:
             return self.args_model.model_validate(arguments)
         except ValidationError as exc:
@@ -159,6 +150,21 @@ class Tool:
         if context.dry_run and self.tier != Tier.READ_ONLY:
             return self.preview(args)
         return str(self.func(args, context))
+
+
+def arguments_object(arguments) -> dict:
+    """Arguments (a dict or a JSON string) as a JSON object the database can store; raises ArgumentsInvalid."""
+    if isinstance(arguments, str):
+        try:
+            arguments = storable.load_json(arguments) if arguments.strip() else {}
+        except storable.Unreadable as exc:
+            raise ArgumentsInvalid({"__all__": [f"Arguments are not valid JSON: {exc}."]})
+    if not isinstance(arguments, dict):
+        raise ArgumentsInvalid({"__all__": ["Arguments must be a JSON object."]})
+    problems = storable.json_problems(arguments)
+    if problems:
+        raise ArgumentsInvalid(problems)
+    return arguments
 
 
 class ArgumentsInvalid(Exception):

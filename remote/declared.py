@@ -13,8 +13,7 @@ from functools import lru_cache
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError
 
-from approvals import storable
-from approvals.tools import ArgumentsInvalid, Tool
+from approvals.tools import ArgumentsInvalid, Tool, arguments_object
 
 from .models import DeclaredTool, RemoteCall, Thread
 
@@ -96,16 +95,7 @@ class DeclaredToolAdapter(Tool):
     template: str = ""
 
     def parse(self, arguments) -> JsonArguments:
-        if isinstance(arguments, str):
-            try:
-                arguments = storable.load_json(arguments) if arguments.strip() else {}
-            except storable.Unreadable as exc:
-                raise ArgumentsInvalid({"__all__": [f"Arguments are not valid JSON: {exc}."]})
-        if not isinstance(arguments, dict):
-            raise ArgumentsInvalid({"__all__": ["Arguments must be a JSON object."]})
-        problems = storable.json_problems(arguments)
-        if problems:
-            raise ArgumentsInvalid(problems)
+        arguments = arguments_object(arguments)
         errors = _field_errors(validators.validator_for(self.schema)(self.schema), arguments)
         if errors:
             raise ArgumentsInvalid(errors)
