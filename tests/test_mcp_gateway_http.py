@@ -14,6 +14,7 @@ from .mcpgateway import SHOP_SERVER, McpClient, gateway_env, http_transport, ref
 from .reviewing import post
 from .stack import Processes, free_port, wait_for_http
 from .test_mcp_gateway import REFUND, pending_call
+from .waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -68,7 +69,10 @@ def test_over_http_a_refund_and_its_retry_wait_on_one_call_edited_in_the_reviewe
     with McpClient(http_transport(url, token)) as mcp:
         first = mcp.call_tool_later("refund", REFUND)
         call = pending_call()
-        retry = mcp.call_tool_later("refund", REFUND)
+        retry_heard: list[str] = []
+        retry = mcp.call_tool_later("refund", REFUND, heard=retry_heard)
+        # A retry is one only while the first is unanswered: decide once the gateway waits on it too.
+        assert wait_for(lambda: retry_heard, timeout=30)
         edited = json.dumps(REFUND | {"amount": 49})
         response = post(client, call, "edit", arguments_json=edited, reason="the order total is $49")
         results = [first.result(60), retry.result(60)]
