@@ -9,6 +9,7 @@ from .audit import GENESIS_HASH, GLOBAL_CHAIN, HASHED_FIELDS, AuditEvent, AuditH
 from .calls import Decision, ToolCall
 from .policy import PolicyRule, ShadowResult, ToolSetting
 from .runs import Message, Run, Tier
+from .turns import TurnRule, TurnShadow
 
 __all__ = [
     "GENESIS_HASH",
@@ -24,4 +25,6 @@ __all__ = [
     "Tier",
     "ToolCall",
     "ToolSetting",
+    "TurnRule",
+    "TurnShadow",
 ]

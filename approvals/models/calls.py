@@ -20,6 +20,21 @@ def facts_warning(facts: dict | None) -> str:
 
 
 class ToolCall(models.Model):
+    """Something an agent waits on a person for. Most are tool calls; the other pause points take the same
+    path (one decision bound to what was shown, exactly-once resumption, the trail, the queue):
+
+    - a model turn held before the model answers (`kind` turn: continue, add a note, or write the reply);
+    - a checkpoint at a named stage of the agent's work (`kind` checkpoint: approve, edit or send back a draft);
+    - a question a tool asks mid-run (`kind` question: the answer, checked against `question["schema"]`,
+      becomes the tool's output).
+    """
+
+    class Kind(models.TextChoices):
+        CALL = "call", "Tool call"
+        TURN = "turn", "Model turn"
+        CHECKPOINT = "checkpoint", "Checkpoint"
+        QUESTION = "question", "Question"
+
     class Status(models.TextChoices):
         INVALID = "invalid", "Invalid"
         FORBIDDEN = "forbidden", "Forbidden"
@@ -36,6 +51,13 @@ class ToolCall(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_calls")
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="calls")
     call_id = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.CALL)
+    # A tool that asks: {"prompt": str, "schema": JSON schema of the answer, "payload": what to show}.
+    question = models.JSONField(default=dict, blank=True)
+    # Revision rounds: the earlier proposal of the same tool (or the same checkpoint) in this run that a reviewer
+    # rejected or sent back, and which revision this is (1 for a first proposal).
+    revision_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="revisions")
+    revision = models.PositiveSmallIntegerField(default=1)
     tool_name = models.CharField(max_length=200, db_index=True)
     arguments = models.JSONField(null=True, blank=True)
     raw_arguments = models.TextField(blank=True)
@@ -193,6 +215,9 @@ class Decision(models.Model):
         EDIT = "edit", "Edited and approved"
         REJECT = "reject", "Rejected"
         EXPIRE = "expire", "Expired"
+        NOTE = "note", "Continued with a note"  # a model turn: the model reads the note before answering
+        REPLY = "reply", "Replied by the reviewer"  # a model turn: the reviewer's text is the assistant's reply
+        ANSWER = "answer", "Answered"  # a tool's question: the answer is the tool's output
 
     APPROVING = (Verdict.APPROVE, Verdict.EDIT)
 

@@ -84,6 +84,10 @@ class Message(models.Model):
     content = models.TextField(blank=True)
     tool_calls = models.JSONField(default=list, blank=True)
     tool_call_id = models.CharField(max_length=200, blank=True)
+    # A row a reviewer wrote (a model turn's reply or note), not the model: marked as theirs wherever it shows.
+    written_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
