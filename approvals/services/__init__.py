@@ -25,7 +25,7 @@ from .errors import (
     UndoError,
     WarningNotAcknowledged,
 )
-from .execution import toolcall_claim, toolcall_execute
+from .execution import EXECUTABLE, toolcall_claim, toolcall_execute
 from .gate import ProposedCall, step_record
 from .previews import toolcall_edit_changes, toolcall_preview
 from .runs import (
@@ -45,6 +45,7 @@ from .undo import toolcall_undo
 
 __all__ = [
     "AlreadyDecided",
+    "EXECUTABLE",
     "DecisionError",
     "EditInvalid",
     "NotAllowed",

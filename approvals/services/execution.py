@@ -128,6 +128,7 @@ def _return_to_queue(call: ToolCall, back: Return) -> None:
 
 
 RUNNABLE = (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING)
+EXECUTABLE = (ToolCall.Kind.CALL, ToolCall.Kind.CHECKPOINT)  # what runs a tool body once approved
 
 
 def toolcall_execute(*, call: ToolCall) -> bool:
@@ -142,6 +143,8 @@ def toolcall_execute(*, call: ToolCall) -> bool:
     call = ToolCall.objects.select_related("run").filter(pk=call.pk, status__in=RUNNABLE).first()
     if call is None or call.run.is_remote:
         return False  # a remote agent's call is executed by its agent, through the agent API's claim and report
+    if call.kind not in EXECUTABLE:
+        return False  # a model turn or a tool's question is settled by its decision, never executed
     retake = call.status == ToolCall.Status.EXECUTING  # a retaken call passed the checks before its worker died
     tool, arguments = registry.for_call(call), call.approved_arguments
     problem, args = _mismatch(call, tool, arguments)
