@@ -29,15 +29,17 @@ def transcript_hash(transcript: list[Message]) -> str:
     return args_hash([m.as_openai() for m in transcript])
 
 
-def turn_review(*, run: Run, transcript: list[Message]) -> list[Message] | None:
+def turn_review(*, run: Run, transcript: list[Message], claimed_by_step: bool = False) -> list[Message] | None:
     """Called by the loop holding turn n (run.step_count), before it calls the model.
 
     Returns the transcript the model should answer (with a reviewer's note, if one was added), or None
-    when the run does not go on here: the turn is held for a person, or a reviewer wrote the reply."""
+    when the run does not go on here: the turn is held for a person, or a reviewer wrote the reply.
+    `claimed_by_step`: the turn was claimed in the commit of the step before it, so it was never held
+    (holding gives a turn back; it is claimed again on its own): one query less per step."""
     if run.is_remote or not transcript:
         return transcript
     step = run.step_count
-    held = run.tool_calls.filter(kind=ToolCall.Kind.TURN).order_by("-pk").first()
+    held = None if claimed_by_step else run.tool_calls.filter(kind=ToolCall.Kind.TURN).order_by("-pk").first()
     if held is not None and (held.arguments or {}).get("step") != step:
         held = None  # the last turn held was an earlier one
     if held is not None and held.status not in CLOSED:
