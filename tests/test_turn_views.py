@@ -110,3 +110,24 @@ def test_the_run_page_marks_the_rows_a_reviewer_wrote(client, reviewer, turn):
     client.force_login(reviewer)
     html = client.get(reverse("approvals:run", args=[turn.run_id])).content.decode()
     assert "written by alice, reviewer" in html and "Delivered Monday." in html
+
+
+def test_a_post_naming_no_decision_is_refused_and_changes_nothing(client, reviewer, turn):
+    client.force_login(reviewer)
+    response = post(client, turn, "")
+    assert response.status_code == 400 and "Choose Continue" in response.content.decode()
+    turn.refresh_from_db()
+    assert turn.is_pending
+
+
+def test_a_reviewer_claims_and_releases_a_held_turn_as_a_call(client, reviewer, reviewer2, turn):
+    client.force_login(reviewer)
+    html = client.post(reverse("approvals:call_claim", args=[turn.pk]), **HTMX).content.decode()
+    assert "You are reviewing this" in html
+    client.force_login(reviewer2)
+    html = client.get(reverse("approvals:call", args=[turn.pk]), **HTMX).content.decode()
+    assert "Being reviewed by <strong>alice</strong>" in html
+    client.force_login(reviewer)
+    client.post(reverse("approvals:call_release", args=[turn.pk]), **HTMX)
+    turn.refresh_from_db()
+    assert turn.reviewing_by is None

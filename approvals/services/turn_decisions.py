@@ -28,7 +28,7 @@ TEXT_NEEDED = {
 
 def _checked_text(verdict: str, text: str) -> str:
     if verdict not in VERDICTS:
-        raise DecisionError(f"Unknown decision {verdict!r} for a model turn.")
+        raise DecisionError("Choose Continue, Add note and continue, or Send this reply.")
     text = (text or "").strip()
     if verdict not in TEXT_NEEDED:
         return ""
