@@ -33,6 +33,19 @@ def transcript_text(transcript: list[Message]) -> str:
     return "\n".join(parts).casefold()
 
 
+def rows_of(transcript: list[dict]) -> list[Message]:
+    """An agent's own transcript (OpenAI messages, as it sent them) as rows to match and to show; not stored."""
+    return [
+        Message(
+            seq=i,
+            role=str(m.get("role", "")),
+            content=str(m.get("content") or ""),
+            tool_calls=m.get("tool_calls") or [],
+        )
+        for i, m in enumerate(transcript)
+    ]
+
+
 def rule_words(rule: TurnRule) -> list[str]:
     """The rule's words, one per line, case-folded; blank lines ignored."""
     return [line.strip().casefold() for line in (rule.words or "").splitlines() if line.strip()]

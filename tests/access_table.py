@@ -106,6 +106,7 @@ EXPECTED = {
     "api-v1:tools_list":                  (GET,  401,      401,   401,   401,   401,   401,   401),
     "api-v1:tool_declare":                (POST, 405,      405,   405,   405,   405,   405,   405),  # PUT only
     "api-v1:call_propose":                (POST, 401,      401,   401,   401,   401,   401,   401),
+    "api-v1:turn_propose":                (POST, 401,      401,   401,   401,   401,   401,   401),
     "api-v1:call_get":                    (GET,  401,      401,   401,   401,   401,   401,   401),
     "api-v1:call_claim":                  (POST, 401,      401,   401,   401,   401,   401,   401),
     "api-v1:call_report":                 (POST, 401,      401,   401,   401,   401,   401,   401),

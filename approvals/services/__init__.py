@@ -43,7 +43,7 @@ from .runs import (
 from .sweep import Stall, run_stall, run_take_further, stuck_runs, sweep_apply
 from .transcript import message_append, step_is_answered
 from .turn_decisions import turn_decide, turn_expire
-from .turns import turn_review
+from .turns import turn_request, turn_review
 from .undo import toolcall_undo
 
 __all__ = [
@@ -90,5 +90,6 @@ __all__ = [
     "toolcall_warn",
     "turn_decide",
     "turn_expire",
+    "turn_request",
     "turn_review",
 ]

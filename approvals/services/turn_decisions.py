@@ -7,7 +7,8 @@ store one final decision; record it in the trail; resume the run on commit. The 
 
 Expiry fails closed: a turn nobody decided in time is expired by the system and the run fails with the
 reason, for a person to Retry (which holds the turn for review again, if a rule still says so). The model
-is never called on a turn that a rule holds and nobody decided.
+is never called on a turn that a rule holds and nobody decided. A remote agent's turn is expired and its
+agent told (long-poll, webhook): it must not call its model on that turn.
 """
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -69,12 +70,14 @@ def turn_expire(*, call: ToolCall, reason: str) -> Decision:
     )
     ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.EXPIRED, **UNCLAIM)
     audit.record(AuditEvent.Kind.EXPIRED, tool_call=call, payload={"reason": reason})
+    live.call_changed(call.pk)
+    if call.run.is_remote:  # its agent hears "expired" and must not call its model; the run is the agent's
+        request_resume(call.run_id)
+        return decision
     step = (call.arguments or {}).get("step")
     error = (
         f"Nobody reviewed model turn {step} in time ({reason}); the model was not called. "
         "Retry to hold the turn for review again."
     )
-    run = Run.objects.select_for_update().get(pk=call.run_id)
-    run_fail(run=run, error=error)
-    live.call_changed(call.pk)
+    run_fail(run=Run.objects.select_for_update().get(pk=call.run_id), error=error)
     return decision

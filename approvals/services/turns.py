@@ -49,7 +49,7 @@ def turn_review(*, run: Run, transcript: list[Message], claimed_by_step: bool = 
         TurnShadow.objects.bulk_create([TurnShadow(rule=r, run=run, step=step) for r in shadows], ignore_conflicts=True)
     if rule is None:
         return transcript
-    _hold(run, rule, transcript, again=held is not None)
+    _hold(run, rule, transcript)
     return None
 
 
@@ -60,27 +60,23 @@ def _call_id(run: Run, step: int, again: bool) -> str:
     return f"turn-{step}-{run.tool_calls.filter(kind=ToolCall.Kind.TURN, arguments__step=step).count() + 1}"
 
 
-def _description(run: Run, step: int, rule: TurnRule) -> str:
+def _description(run: Run, step: int, rule: TurnRule | None) -> str:
+    why = f"turn rule “{rule.name}”" if rule else "the agent asked for it"
     return (
-        f"Model turn {step} of the {run.agent} agent, held before the model answers (turn rule “{rule.name}”). "
+        f"Model turn {step} of the {run.agent} agent, held before the model answers ({why}). "
         "Let it continue, add a note it must read first, or write the reply yourself."
     )
 
 
-@transaction.atomic
-def _hold(run: Run, rule: TurnRule, transcript: list[Message], again: bool) -> ToolCall | None:
-    """Store the pending turn and give the turn back: the run waits, at the step before, holding no process."""
-    step, now = run.step_count, timezone.now()
-    given_back = Run.objects.filter(pk=run.pk, step_count=step, thinking=True, status__in=Run.ACTIVE).update(
-        step_count=step - 1, thinking=False, status=Run.Status.WAITING, updated_at=now
-    )
-    if not given_back:
-        return None  # the turn outlived its lease, or the run was cancelled meanwhile
-    run.step_count, run.thinking, run.status = step - 1, False, Run.Status.WAITING
-    arguments = {"step": step, "transcript_sha256": transcript_hash(transcript)}
+def _store_pending(run: Run, step: int, sha256: str, message: Message, rule: TurnRule | None, **fields) -> ToolCall:
+    """The pending turn, bound to {"step", "transcript_sha256"}, in the trail and pushed to the queue."""
+    now = timezone.now()
+    arguments = {"step": step, "transcript_sha256": sha256}
+    again = run.tool_calls.filter(kind=ToolCall.Kind.TURN, arguments__step=step).exists()
+    reason = f"turn rule “{rule.name}”" if rule else "the agent asked for a review of this turn"
     call = ToolCall(
         run=run,
-        message=transcript[-1],
+        message=message,
         call_id=_call_id(run, step, again),
         kind=ToolCall.Kind.TURN,
         tool_name=TURN_TOOL,
@@ -88,19 +84,43 @@ def _hold(run: Run, rule: TurnRule, transcript: list[Message], again: bool) -> T
         raw_arguments=canonical_json(arguments),
         arguments_hash=args_hash(arguments),
         status=ToolCall.Status.PENDING,
-        policy={"action": "review", "reason": f"turn rule “{rule.name}”", "turn_rule": rule.pk},
+        policy={"action": "review", "reason": reason, "turn_rule": rule.pk if rule else None},
         description=_description(run, step, rule),
         user_request=run.request,
-        review_group=rule.group,
+        review_group=rule.group if rule else None,
+        **fields,
     )
     set_deadline(call=call, setting=ToolSetting.for_tool(TURN_TOOL), now=now)
     call.save()
     payload = {"tool": TURN_TOOL, "arguments": arguments, "arguments_hash": call.arguments_hash}
-    payload |= {"description": call.description, "rule": rule.name, "expires_at": call.expires_at}
+    payload |= {"description": call.description, "rule": rule.name if rule else "", "expires_at": call.expires_at}
     audit.record(AuditEvent.Kind.PROPOSED, tool_call=call, payload=payload)
     live.call_changed(call.pk)
     live.run_changed(run.pk)
     return call
+
+
+@transaction.atomic
+def _hold(run: Run, rule: TurnRule, transcript: list[Message]) -> ToolCall | None:
+    """Store the pending turn and give the turn back: the run waits, at the step before, holding no process."""
+    step = run.step_count
+    given_back = Run.objects.filter(pk=run.pk, step_count=step, thinking=True, status__in=Run.ACTIVE).update(
+        step_count=step - 1, thinking=False, status=Run.Status.WAITING, updated_at=timezone.now()
+    )
+    if not given_back:
+        return None  # the turn outlived its lease, or the run was cancelled meanwhile
+    run.step_count, run.thinking, run.status = step - 1, False, Run.Status.WAITING
+    return _store_pending(run, step, transcript_hash(transcript), transcript[-1], rule)
+
+
+@transaction.atomic
+def turn_request(*, run: Run, step: int, transcript: list[dict]) -> ToolCall:
+    """A remote agent asks for its model's turn `step` to be reviewed before its model answers, sending the
+    transcript its model would see (kept on the call as the agent's, shown on the card). The turn rules still
+    say which group decides; with none matching, any reviewer. The agent applies the decision itself."""
+    rule, _ = turns.match(turns.enabled_rules(), turns.Turn.of(run.agent, step, turns.rows_of(transcript)))
+    last = run.messages.order_by("-seq").first()
+    return _store_pending(run, step, args_hash(transcript), last, rule, agent_facts={"transcript": transcript})
 
 
 def _give_back(run: Run) -> None:
