@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from .models import Message, TurnRule
 
+TURN_TOOL = "model turn"  # the tool name a held turn carries in the record (the queue's filters, the trail)
+
 
 @dataclass(frozen=True)
 class Turn:

@@ -131,3 +131,26 @@ def test_a_reviewer_claims_and_releases_a_held_turn_as_a_call(client, reviewer, 
     client.post(reverse("approvals:call_release", args=[turn.pk]), **HTMX)
     turn.refresh_from_db()
     assert turn.reviewing_by is None
+
+
+def test_the_live_push_of_a_held_turn_is_a_model_turn_row(reviewer, turn):
+    from approvals import fanout
+
+    pushed = fanout.call_messages(turn.pk, [reviewer.pk])[reviewer.pk]
+    assert f'id="row-{turn.pk}"' in pushed and 'class="kind kind-turn">Model turn<' in pushed
+
+
+def test_insight_counts_decided_turns_without_failing(client, auditor, reviewer, turn):
+    from approvals import services
+
+    services.turn_decide(call_id=turn.pk, reviewer=reviewer, verdict="note", shown_hash=turn.review_hash, text="Hi")
+    client.force_login(auditor)
+    assert client.get(reverse("approvals:insight")).status_code == 200
+
+
+def test_held_turns_are_never_offered_as_a_batch_of_similar_calls(client, reviewer, make_run, turn):
+    make_run("Check the status of order A-1003.")  # a second held turn of the same agent
+    client.force_login(reviewer)
+    html = client.get(reverse("approvals:queue")).content.decode()
+    assert html.count('class="kind kind-turn">Model turn<') == 2
+    assert "model turn calls" not in html

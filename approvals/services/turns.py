@@ -19,7 +19,7 @@ from ..models import AuditEvent, Decision, Message, Run, ToolCall, ToolSetting, 
 from .deadlines import set_deadline
 from .runs import run_fail
 
-TURN_TOOL = "model turn"
+TURN_TOOL = turns.TURN_TOOL
 # A held turn that ended without being applied: the turn is held again if a rule still says so.
 CLOSED = (ToolCall.Status.EXPIRED, ToolCall.Status.CANCELLED, ToolCall.Status.REJECTED, ToolCall.Status.FAILED)
 
@@ -191,7 +191,8 @@ def _complete(run: Run) -> None:
     """The reviewer's reply is the run's final answer, as a model's reply without tool calls would be."""
     now = timezone.now()
     fields = {"status": Run.Status.COMPLETED, "thinking": False, "finished_at": now, "updated_at": now}
-    Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).update(last_error="", **fields)
+    if not Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).update(last_error="", **fields):
+        return  # cancelled meanwhile
     for key, value in fields.items():
         setattr(run, key, value)
     audit.record(AuditEvent.Kind.COMPLETED, run=run, payload={"steps": run.step_count, "reply_by": "reviewer"})
