@@ -50,3 +50,23 @@ def test_auditors_read_turn_rules_and_change_nothing(client, auditor):
     assert client.get(reverse("admin:approvals_turnrule_changelist")).status_code == 200
     response = client.post(reverse("admin:approvals_turnrule_add"), {"name": "x", "every_turn": "on", "order": 1})
     assert response.status_code == 403
+
+
+def test_a_held_turns_record_and_trail_open_in_the_admin(admin_client, make_run, reviewer):
+    from agents import loop
+    from approvals import services
+    from approvals.models import AuditEvent, ToolCall
+
+    TurnRule.objects.create(name="First turns", every_turn=True, until_step=1)
+    run = make_run("Check the status of order A-1002.")
+    turn = run.tool_calls.get(kind=ToolCall.Kind.TURN)
+    services.turn_decide(call_id=turn.pk, reviewer=reviewer, verdict="note", shown_hash=turn.review_hash, text="Hi")
+    loop.advance(run.pk)
+    html = admin_client.get(reverse("admin:approvals_toolcall_change", args=[turn.pk])).content.decode()
+    assert "model turn" in html
+    kinds = list(AuditEvent.objects.filter(tool_call=turn).values_list("kind", "actor__username"))
+    assert kinds == [("proposed", None), ("decided", "alice"), ("executed", None)]
+    applied = AuditEvent.objects.get(tool_call=turn, kind="executed").payload
+    assert applied["applied"] == "note" and applied["written_by"] == "alice"
+    assert admin_client.get(reverse("admin:approvals_auditevent_changelist")).status_code == 200
+    assert admin_client.get(reverse("admin:approvals_run_change", args=[run.pk])).status_code == 200
