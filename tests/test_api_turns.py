@@ -94,3 +94,29 @@ def test_an_expired_turn_is_expired_for_the_agent_and_never_flagged_unreported(a
 def test_another_agent_cannot_see_the_turn(agent, other_agent):
     call_id = agent.post("/turns", TURN).json()["id"]
     assert other_agent.get(f"/calls/{call_id}").status_code == 404
+
+
+def test_a_decided_turn_is_neither_claimed_nor_reported(agent, reviewer):
+    call = ToolCall.objects.get(pk=agent.post("/turns", TURN).json()["id"])
+    services.turn_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+    for path, body in (("claim", {"execution_key": "ek_x"}), ("result", {"execution_key": "ek_x", "ok": True})):
+        response = agent.post(f"/calls/{call.pk}/{path}", body)
+        assert response.status_code == 409 and "nothing to execute" in response.json()["detail"]
+
+
+def test_the_agents_webhook_hears_of_a_decided_turn(agent, reviewer, django_capture_on_commit_callbacks, monkeypatch):
+    from remote import tasks
+    from remote.models import Webhook, WebhookDelivery
+
+    scheduled = []
+    monkeypatch.setattr(tasks, "schedule_delivery", lambda pk, countdown: scheduled.append(pk))  # no real sending
+    Webhook.objects.create(agent=agent.agent, url="https://agent.example.com/hook", secret="whsec_" + "A" * 32)
+    call = ToolCall.objects.get(pk=agent.post("/turns", TURN).json()["id"])
+    with django_capture_on_commit_callbacks(execute=True):
+        services.turn_decide(
+            call_id=call.pk, reviewer=reviewer, verdict="reply", shown_hash=call.review_hash, text="Hi"
+        )
+    delivery = WebhookDelivery.objects.get(tool_call=call)
+    assert scheduled == [delivery.pk]
+    data = delivery.payload["data"]
+    assert data["kind"] == "turn" and data["decision"]["verdict"] == "reply" and data["decision"]["guidance"] == "Hi"
