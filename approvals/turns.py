@@ -6,24 +6,26 @@ that sets none of these matches only with "every turn". The first enabled rule t
 not in shadow mode pauses the turn; every matching shadow rule records that it would have.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 from .models import Message, TurnRule
 
 TURN_TOOL = "model turn"  # the tool name a held turn carries in the record (the queue's filters, the trail)
 
 
-@dataclass(frozen=True)
+@dataclass
 class Turn:
-    """A model turn about to be taken: whose, which (1 = the first), and the transcript the model would see."""
+    """A model turn about to be taken: whose, which (1 = the first), and the transcript the model would see.
+    Its text is read from the transcript only if a rule asks for words."""
 
     agent: str
     step: int
-    text: str
+    transcript: list[Message] = field(default_factory=list)
 
-    @classmethod
-    def of(cls, agent: str, step: int, transcript: list[Message]) -> "Turn":
-        return cls(agent, step, transcript_text(transcript))
+    @cached_property
+    def text(self) -> str:
+        return transcript_text(self.transcript)
 
 
 def transcript_text(transcript: list[Message]) -> str:

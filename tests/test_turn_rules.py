@@ -5,7 +5,7 @@ from approvals.turns import Turn, match, rule_matches, transcript_text
 
 
 def turn(step=1, text="Please refund $490 on order A-1001.", agent="support") -> Turn:
-    return Turn(agent, step, text.casefold())
+    return Turn(agent, step, [Message(role="user", content=text)])
 
 
 def test_a_rule_with_words_matches_a_transcript_with_any_of_them_whatever_the_case():
@@ -47,6 +47,12 @@ def test_the_first_pausing_rule_wins_and_every_matching_shadow_rule_is_reported(
     pausing, shadows = match([shadow, disabled, first, second, other_shadow], turn())
     assert pausing is first
     assert shadows == [shadow, other_shadow]
+
+
+def test_the_transcript_is_not_read_when_no_rule_asks_for_words():
+    probe = turn()
+    match([TurnRule(name="all", every_turn=True), TurnRule(name="probation", agent="support")], probe)
+    assert "text" not in probe.__dict__
 
 
 def test_only_shadow_rules_matching_pause_nothing():

@@ -44,7 +44,10 @@ def turn_review(*, run: Run, transcript: list[Message], claimed_by_step: bool = 
         held = None  # the last turn held was an earlier one
     if held is not None and held.status not in CLOSED:
         return _settled(run, held, transcript)
-    rule, shadows = turns.match(turns.enabled_rules(), turns.Turn.of(run.agent, step, transcript))
+    rules = turns.enabled_rules()
+    if not rules:
+        return transcript
+    rule, shadows = turns.match(rules, turns.Turn(run.agent, step, transcript))
     if shadows:
         TurnShadow.objects.bulk_create([TurnShadow(rule=r, run=run, step=step) for r in shadows], ignore_conflicts=True)
     if rule is None:
@@ -118,7 +121,7 @@ def turn_request(*, run: Run, step: int, transcript: list[dict]) -> ToolCall:
     """A remote agent asks for its model's turn `step` to be reviewed before its model answers, sending the
     transcript its model would see (kept on the call as the agent's, shown on the card). The turn rules still
     say which group decides; with none matching, any reviewer. The agent applies the decision itself."""
-    rule, _ = turns.match(turns.enabled_rules(), turns.Turn.of(run.agent, step, turns.rows_of(transcript)))
+    rule, _ = turns.match(turns.enabled_rules(), turns.Turn(run.agent, step, turns.rows_of(transcript)))
     last = run.messages.order_by("-seq").first()
     return _store_pending(run, step, args_hash(transcript), last, rule, agent_facts={"transcript": transcript})
 
