@@ -79,9 +79,15 @@ def test_a_reviewers_note_is_what_the_model_answers_next(demo, page):
 
     base = demo["url"]
     browser_login(page, base + "/login/", "reviewer", DEMO_PASSWORD)
-    run_id = start_run(page, base, "A lawyer wrote to us about order A-1003. Check the order.")
+    page.goto(base + "/")  # the queue is open while the run starts in another tab
+    other = page.context.browser.new_context().new_page()
+    browser_login(other, base + "/login/", "reviewer", DEMO_PASSWORD)
+    run_id = start_run(other, base, "A lawyer wrote to us about order A-1003. Check the order.")
+    other.context.close()
+    call_id = held_turn(demo, run_id, 1)
+    expect(page.locator(f"#queue #row-{call_id} .kind")).to_have_text("Model turn", timeout=30000)  # pushed live
 
-    card = open_turn(page, base, held_turn(demo, run_id, 1))
+    card = open_turn(page, base, call_id)
     card.locator("textarea[name=note]").fill("Look up order A-1002 instead.")
     card.get_by_role("button", name="Add note and continue").click()
     expect(card.locator(".outcome")).to_contain_text("Continued with a note by reviewer")
