@@ -24,6 +24,7 @@ from . import (
     export,
     rules_admin,  # noqa: F401  (policy rules, tool settings, shadow results)
     search,
+    turns_admin,  # noqa: F401  (turn rules and what shadow turn rules would have paused)
 )
 from .admin_filters import (
     ActorFilter,

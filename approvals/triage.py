@@ -12,6 +12,7 @@ from django.http import QueryDict
 
 from .models import Tier
 from .tools import registry
+from .turns import TURN_TOOL
 
 PAGE_SIZE = 50
 SORTS = {"oldest": "Oldest first", "deadline": "Deadline first", "amount": "Largest amount first"}
@@ -108,7 +109,7 @@ def summarize(facets: list[dict], wanted: QueueFilter) -> dict:
     matched = sum(row["matched"] for row in facets)
     similar: dict[tuple, int] = {}
     for row in facets:
-        if row["matched"]:
+        if row["matched"] and row["tool_name"] != TURN_TOOL:  # a model turn is decided one by one, on its card
             key = (row["tool_name"], row["run__agent"], row["band"])
             similar[key] = similar.get(key, 0) + row["matched"]
     groups = [

@@ -104,6 +104,7 @@ SUPPORT = Agent(
         "Email Dana that her replacement has shipped.",
         "Check the status of order A-1002 and refund $35 for the missing item.",
         "Cancel order A-1004.",
+        "The customer of order A-1005 threatens a chargeback. Check the order.",
     ),
 )
 
