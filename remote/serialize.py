@@ -60,6 +60,8 @@ def call_json(call: ToolCall, request=None) -> dict:
         "tool": remote.tool.name,
         "tool_version": remote.tool.version,
         "arguments": call.arguments,
+        "revision": call.revision,
+        "revision_of": call.revision_of_id,
         "status": call.status,
         "decision": decision_json(call),
         "result": result_json(call),
