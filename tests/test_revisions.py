@@ -2,6 +2,7 @@
 agent API, and what the trail records of it."""
 
 import pytest
+from django.urls import reverse
 
 from approvals import services
 from approvals.models import AuditEvent, Run, ToolCall
@@ -167,3 +168,27 @@ def test_a_remote_agents_proposal_after_an_approval_starts_over(refund_agent, re
     second = refund_agent.propose(idempotency_key="4711-2")
 
     assert (second["revision"], second["revision_of"]) == (1, None)
+
+
+def test_the_call_chain_in_the_admin_says_which_call_a_revision_revises(run, reviewer, auditor, client):
+    first = refund(run, "c1")
+    reject(first, reviewer)
+    second = refund(run, "c2", amount=40)
+    client.force_login(auditor)
+
+    html = client.get(reverse("admin:approvals_toolcall_change", args=[second.pk])).content.decode()
+
+    assert "Round 2: revises" in html and reverse("admin:approvals_toolcall_change", args=[first.pk]) in html
+
+
+def test_the_run_page_marks_each_revision_with_its_round(run, reviewer, client):
+    first = refund(run, "c1")
+    reject(first, reviewer)
+    second = refund(run, "c2", amount=40)
+    client.force_login(reviewer)
+
+    html = client.get(reverse("approvals:run", args=[run.pk])).content.decode()
+    row = html[html.index(f'id="run-call-{second.pk}"') :]
+
+    assert "round 2</span>" in row[: row.index("</tr>")]
+    assert "round-badge" not in html[html.index(f'id="run-call-{first.pk}"') : html.index(f'id="run-call-{second.pk}"')]
