@@ -23,7 +23,7 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Exists, Max, OuterRef, Q
 
 from .access import shown_on_card_of
 from .models import Decision, ToolCall
@@ -32,25 +32,30 @@ from .text import arguments_diff
 REFUSED = (ToolCall.Status.INVALID, ToolCall.Status.FORBIDDEN)
 
 
-def sent_back(call: ToolCall) -> Decision | None:
-    """The reviewer's reject (or respond) that settled this call, if that is how it ended."""
-    if call.status != ToolCall.Status.REJECTED:
-        return None
-    decision = call.final_decision()
-    if decision is None or decision.verdict != Decision.Verdict.REJECT or decision.reviewer_id is None:
-        return None
-    return decision
+def _sent_back():
+    """A reviewer's reject (or respond) settled the call (after a return to the queue, only the last round's
+    decision is final)."""
+    return Exists(
+        Decision.objects.filter(
+            tool_call=OuterRef("pk"), final=True, verdict=Decision.Verdict.REJECT, reviewer__isnull=False
+        )
+    )
 
 
 def revised_call(call: ToolCall) -> ToolCall | None:
-    """The earlier call that `call` is a revision of, or None for a first proposal (the module's rule)."""
+    """The earlier call that `call` is a revision of, or None for a first proposal (the module's rule). One query."""
     earlier = ToolCall.objects.filter(run_id=call.run_id, kind=call.kind, tool_name=call.tool_name).exclude(
         status__in=REFUSED
     )
     if call.pk is not None:
         earlier = earlier.filter(pk__lt=call.pk)
-    latest = earlier.order_by("-created_at", "-pk").first()
-    if latest is None or sent_back(latest) is None:
+    latest = (
+        earlier.annotate(sent_back=_sent_back())
+        .only("pk", "call_id", "status", "revision")
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+    if latest is None or latest.status != ToolCall.Status.REJECTED or not latest.sent_back:
         return None
     return latest
 
