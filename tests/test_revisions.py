@@ -192,3 +192,13 @@ def test_the_run_page_marks_each_revision_with_its_round(run, reviewer, client):
 
     assert "round 2</span>" in row[: row.index("</tr>")]
     assert "round-badge" not in html[html.index(f'id="run-call-{first.pk}"') : html.index(f'id="run-call-{second.pk}"')]
+
+
+def test_the_admin_calls_a_decisions_round_a_review_round_not_a_revision_round(run, reviewer, auditor, client):
+    first = refund(run, "c1")
+    reject(first, reviewer)
+    client.force_login(auditor)
+
+    html = client.get(reverse("admin:approvals_decision_change", args=[first.decisions.get().pk])).content.decode()
+
+    assert "review round (a re-review after a return to the queue)" in html.lower()
