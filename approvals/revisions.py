@@ -1,13 +1,15 @@
 """Revision rounds: the same tool (or the same checkpoint) proposed again in a run after a reviewer sent it back.
 
-Which earlier call a new proposal revises (link_revision): among the earlier calls of the same run, of the same
-kind and the same tool name, the latest one that reached a person or ran (calls the gate refused before anyone
-was asked, invalid or forbidden, are skipped: they were the model's own false starts). If a reviewer rejected
-that call (a reject, or a respond: a reject with guidance for the agent), the new call is its revision: it
-links to it (`ToolCall.revision_of`) and counts one more round (`ToolCall.revision`, 1 for a first proposal).
-Anything else on the latest earlier call starts over at round 1: it was approved, edited, run without review,
-expired, cancelled or is still pending, so nobody asked for a revision. Calls proposed in one step (parallel
-calls) do not see each other; two calls of one tool in the step after a reject both revise it.
+Which earlier call a new proposal revises (link_revision): among the earlier calls of the same run with the
+same tool name (a checkpoint's tool name is the checkpoint's), the latest one that reached a person or ran
+(calls the gate refused before anyone was asked, invalid or forbidden, are skipped: they were the model's own
+false starts). If a reviewer rejected that call (a reject, or a respond: a reject with guidance for the agent),
+the new call is its revision: it links to it (`ToolCall.revision_of`) and counts one more round
+(`ToolCall.revision`, 1 for a first proposal). Anything else on the latest earlier call starts over at round 1:
+it was approved, edited, run without review, expired, cancelled or is still pending, so nobody asked for a
+revision. Calls proposed in one step (parallel calls) do not see each other; two calls of one tool in the step
+after a reject both revise it. The kind is not compared: code that sets a pause's kind after the gate built it
+still gets its rounds, and a model turn is never rejected, so it never starts a chain.
 
 The gate calls link_revision for every call it holds for review, and a remote agent's proposals go through the
 same gate (remote/services/calls.py), so every kind of pause held there gets rounds without code of its own.
@@ -44,9 +46,7 @@ def _sent_back():
 
 def revised_call(call: ToolCall) -> ToolCall | None:
     """The earlier call that `call` is a revision of, or None for a first proposal (the module's rule). One query."""
-    earlier = ToolCall.objects.filter(run_id=call.run_id, kind=call.kind, tool_name=call.tool_name).exclude(
-        status__in=REFUSED
-    )
+    earlier = ToolCall.objects.filter(run_id=call.run_id, tool_name=call.tool_name).exclude(status__in=REFUSED)
     if call.pk is not None:
         earlier = earlier.filter(pk__lt=call.pk)
     latest = (

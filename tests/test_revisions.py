@@ -108,14 +108,6 @@ def test_another_tool_or_another_run_is_not_linked(run, reviewer, requester):
     assert (elsewhere.revision, elsewhere.revision_of) == (1, None)
 
 
-def test_another_kind_of_pause_of_the_same_name_is_not_linked(run, reviewer):
-    first = refund(run, "c1")
-    reject(first, reviewer)
-    checkpoint = ToolCall(run=run, call_id="cp1", tool_name="issue_refund", kind=ToolCall.Kind.CHECKPOINT)
-
-    assert revised_call(checkpoint) is None
-
-
 def test_link_revision_works_for_any_kind_stored_elsewhere(run, reviewer):
     """A checkpoint stored by its own code gets rounds by calling link_revision before storing it."""
     draft = ToolCall.objects.create(
@@ -202,3 +194,19 @@ def test_the_admin_calls_a_decisions_round_a_review_round_not_a_revision_round(r
     html = client.get(reverse("admin:approvals_decision_change", args=[first.decisions.get().pk])).content.decode()
 
     assert "review round (a re-review after a return to the queue)" in html.lower()
+
+
+def test_a_pause_whose_kind_is_set_after_the_gate_still_finds_its_earlier_round(run, reviewer):
+    draft = ToolCall.objects.create(
+        run=run,
+        message=run.messages.first(),
+        call_id="cp1",
+        kind=ToolCall.Kind.CHECKPOINT,
+        tool_name="reply to the customer",
+        status=ToolCall.Status.PENDING,
+        arguments={"draft": "Dear Dana, no."},
+    )
+    reject(draft, reviewer, reason="Be kinder")
+    as_the_gate_builds_it = ToolCall(run=run, call_id="cp2", tool_name="reply to the customer")
+
+    assert revised_call(as_the_gate_builds_it) == draft
