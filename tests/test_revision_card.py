@@ -3,11 +3,14 @@
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.template.loader import render_to_string
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from approvals import insight
-from approvals.models import ToolCall
+from approvals import fanout, insight, selectors, triage
+from approvals.models import Run, ToolCall
 from approvals.revisions import word_diff
 
 from .reviewing import call_url, decide, propose, senior_rule
@@ -113,6 +116,10 @@ def test_the_queue_row_of_a_revision_carries_a_round_badge(run, reviewer, review
     row = row[: row.index("</li>")]
 
     assert '<span class="round-badge"' in row and "round 2</span>" in row
+    listed = selectors.queue_rows(reviewer2, triage.QueueFilter())
+    with CaptureQueriesContext(connection) as badges:
+        assert "round 2" in render_to_string("approvals/partials/round_badge.html", {"call": listed[0]})
+    assert len(badges) == 0  # the triage list reads the round with its row
 
 
 def test_the_insight_page_counts_rounds_per_tool(run, reviewer, reviewer2, auditor, client):
@@ -139,3 +146,18 @@ def test_rounds_outside_the_window_are_not_counted(run, reviewer):
     ToolCall.objects.update(created_at=timezone.now() - timedelta(days=60))
 
     assert insight.report(insight.Window.default()).rounds == []
+
+
+def test_the_live_push_of_a_revision_carries_its_badge_with_no_extra_query(run, reviewer, reviewer2, requester):
+    _, second = rejected_then_revised(run, reviewer, second=REFUND | {"amount": 40})
+    other = Run.objects.create(agent="support", request="Another customer.", requested_by=requester)
+    first = propose(other, "issue_refund", REFUND, call_id="c1")
+    fanout.call_messages(first.pk, [reviewer2.pk])  # warm: the user and their permissions are read once
+
+    with CaptureQueriesContext(connection) as plain:
+        pushed_first = fanout.call_messages(first.pk, [reviewer2.pk])[reviewer2.pk]
+    with CaptureQueriesContext(connection) as revised:
+        pushed_second = fanout.call_messages(second.pk, [reviewer2.pk])[reviewer2.pk]
+
+    assert "round 2</span>" in pushed_second and "round-badge" not in pushed_first
+    assert len(revised) == len(plain)
