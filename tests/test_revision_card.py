@@ -161,3 +161,13 @@ def test_the_live_push_of_a_revision_carries_its_badge_with_no_extra_query(run, 
 
     assert "round 2</span>" in pushed_second and "round-badge" not in pushed_first
     assert len(revised) == len(plain)
+
+
+def test_a_group_of_similar_calls_marks_the_revision_among_them(run, reviewer, reviewer2, client):
+    _, second = rejected_then_revised(run, reviewer, first=REFUND | {"amount": 48}, second=REFUND | {"amount": 30})
+    client.force_login(reviewer2)
+
+    group = {"tool": "issue_refund", "agent": "support", "band": "under-50"}
+    html = client.get(reverse("approvals:queue_group"), group).content.decode()
+
+    assert f'value="{second.pk}:{second.review_hash}"' in html and "round 2</span>" in html
