@@ -28,26 +28,31 @@ def round_2_call(requester, first_reviewer) -> ToolCall:
     return second
 
 
+def decide_at_once(call_ids: list[int], alice, bob) -> dict[str, list]:
+    """Alice approves and Bob responds to each call, both released at once."""
+
+    def shown(pk: int) -> str:
+        return ToolCall.objects.get(pk=pk).review_hash
+
+    return race(
+        {
+            "approve": lambda pk: services.toolcall_decide(
+                call_id=pk, reviewer=alice, verdict="approve", shown_hash=shown(pk)
+            ),
+            "respond": lambda pk: services.toolcall_respond(
+                call_id=pk, reviewer=bob, shown_hash=shown(pk), reason="Still too much", guidance="Refund $35"
+            ),
+        },
+        call_ids,
+    )
+
+
 def test_two_reviewers_deciding_a_round_2_call_at_once_end_in_one_outcome(
     require_postgres, shop, reviewer, reviewer2, requester, senior
 ):
     trials = 40
     calls = [round_2_call(requester, senior) for _ in range(trials)]
-    results = race(
-        {
-            "approve": lambda pk: services.toolcall_decide(
-                call_id=pk, reviewer=reviewer, verdict="approve", shown_hash=ToolCall.objects.get(pk=pk).review_hash
-            ),
-            "respond": lambda pk: services.toolcall_respond(
-                call_id=pk,
-                reviewer=reviewer2,
-                shown_hash=ToolCall.objects.get(pk=pk).review_hash,
-                reason="Still too much",
-                guidance="Refund $35",
-            ),
-        },
-        [c.pk for c in calls],
-    )
+    results = decide_at_once([c.pk for c in calls], reviewer, reviewer2)
     winners = Counter()
     for i, call in enumerate(calls):
         call.refresh_from_db()
@@ -57,11 +62,9 @@ def test_two_reviewers_deciding_a_round_2_call_at_once_end_in_one_outcome(
         lost = next(name for name in got if name != won[0])
         assert isinstance(got[lost], services.AlreadyDecided), f"trial {i}: {got}"
         winners[won[0]] += 1
-        assert list(Decision.objects.filter(tool_call=call).values_list("verdict", flat=True)) == [
-            "approve" if won[0] == "approve" else "reject"
-        ]
-        assert call.status == (ToolCall.Status.APPROVED if won[0] == "approve" else ToolCall.Status.REJECTED)
-        assert call.revision == 2  # a decision never changes which round a call is
+        verdict, status = ("approve", "approved") if won[0] == "approve" else ("reject", "rejected")
+        assert list(Decision.objects.filter(tool_call=call).values_list("verdict", flat=True)) == [verdict]
+        assert call.status == status and call.revision == 2  # a decision never changes which round a call is
 
         following = propose(call.run, "issue_refund", REFUND | {"amount": 35}, call_id="c3")
         expected = (3, call.pk) if won[0] == "respond" else (1, None)
