@@ -9,7 +9,7 @@ from approvals import services
 from approvals.models import AuditEvent, Run, ToolCall
 from approvals.revisions import link_revision, revised_call
 
-from .reviewing import decide, propose
+from .reviewing import advance, decide, pending_call, propose
 
 pytestmark = pytest.mark.django_db
 
@@ -212,3 +212,19 @@ def test_a_pause_whose_kind_is_set_after_the_gate_still_finds_its_earlier_round(
     as_the_gate_builds_it = ToolCall(run=run, call_id="cp2", tool_name="reply to the customer")
 
     assert revised_call(as_the_gate_builds_it) == draft
+
+
+def test_the_agent_acting_on_a_reviewers_guidance_proposes_round_2(make_run, reviewer, model):
+    first = pending_call(make_run, "Order A-1001 arrived broken. Please refund $490.")
+    services.toolcall_respond(
+        call_id=first.pk,
+        reviewer=reviewer,
+        shown_hash=first.review_hash,
+        reason="The order total is $49",
+        guidance="Refund $45 instead",
+    )
+
+    advance(first)  # the model reads the guidance and proposes the refund again
+
+    second = first.run.tool_calls.get(status=ToolCall.Status.PENDING)
+    assert second.arguments["amount"] == 45 and (second.revision, second.revision_of) == (2, first)
