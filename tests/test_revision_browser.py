@@ -1,7 +1,10 @@
-"""A round-2 card in a real Chromium: the badge in the queue, the previous round, the reason and the diff."""
+"""A round-2 card in a real Chromium: the badge in the queue, the previous round, the reason and the diff; and in
+the embedded demo, end to end: a refund sent back with guidance comes back live as round 2."""
 
 import pytest
 from django.urls import reverse
+
+from shop.demo_data import DEMO_PASSWORD
 
 from .livestack import browser_login, open_in_pane
 from .reviewing import decide, propose
@@ -47,3 +50,22 @@ def test_a_reviewer_sees_a_round_2_draft_with_the_reason_and_what_changed(
     expect(card.locator(".outcome").last).to_contain_text("Rejected by bob")
     expect(card.locator("section.revision")).to_be_visible()  # a decided revision still shows its round
     assert problems == []
+
+
+def test_in_the_demo_a_refund_sent_back_with_guidance_comes_back_live_as_round_2(demo, page):
+    from playwright.sync_api import expect
+
+    browser_login(page, demo["url"] + "/login/", "reviewer", DEMO_PASSWORD)
+    card = open_in_pane(page, "Refund $490.00 to Dana Smith for order A-1001")
+    card.locator("input[name=reason]").fill("The order total is $49")
+    card.locator("textarea[name=guidance]").fill("refund $45 instead")
+    card.get_by_role("button", name="Respond").click()
+    expect(card.locator(".outcome")).to_be_visible()
+
+    row = page.locator("#queue li.qrow", has_text="Refund $45.00 to Dana Smith")  # pushed live when the agent acts
+    expect(row.locator(".round-badge")).to_have_text("round 2", timeout=30000)
+    revision = open_in_pane(page, "Refund $45.00 to Dana Smith").locator("section.revision")
+    expect(revision.locator(".sent-back-by")).to_contain_text("Sent back with guidance by reviewer")
+    expect(revision.locator(".reason")).to_have_text("The order total is $49")
+    expect(revision.locator("table.round-changes td.before")).to_have_text("490.0")
+    expect(revision.locator("table.round-changes td.after")).to_have_text("45.0")
