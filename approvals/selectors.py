@@ -39,9 +39,9 @@ ROW_FIELDS = (
     "id", "tool_name", "tier", "status", "description", "edited_description", "arguments", "approved_arguments",
     "arguments_hash", "facts", "created_at", "expires_at", "warn_at", "escalated_at", "review_round",
     "required_approvals", "reviewing_until",
-    "revision",
     "run__id", "run__agent", "run__dry_run", "run__requested_by_id", "run__advanced_by",
     "review_group__id", "review_group__name", "reviewing_by__id", "reviewing_by__username",
+    "revision",
 )  # fmt: skip
 
 

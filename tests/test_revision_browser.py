@@ -36,7 +36,8 @@ def test_a_reviewer_sees_a_round_2_draft_with_the_reason_and_what_changed(
 
     card = open_in_pane(page, "Send an email to dana.smith@example.com")
     revision = card.locator("section.revision")
-    expect(revision.locator(".round-badge")).to_have_text("Round 2")
+    expect(card.locator("header .round-badge")).to_have_text("round 2")
+    expect(revision.locator("h3")).to_contain_text("Round 2")
     expect(revision.locator(".sent-back-by")).to_contain_text("Sent back with guidance by alice")
     expect(revision.locator(".reason")).to_have_text("We refunded the shipping only")
     expect(revision.locator(".guidance")).to_contain_text("Say $7.50, not $49.00")

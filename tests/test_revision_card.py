@@ -44,7 +44,10 @@ def test_a_round_2_card_shows_the_previous_proposal_the_reason_who_gave_it_and_t
 
     html = card(client, reviewer2, second)
 
-    assert "Round 2" in html and "the agent revised its proposal" in html
+    assert "Round 2 <small>the agent revised its proposal" in html
+    article = html[html.index(f'id="call-{second.pk}"') :]
+    header = article[: article.index("</header>")]
+    assert '<span class="round-badge"' in header and "round 2</span>" in header
     assert "Sent back with guidance by <strong>alice</strong>" in html
     assert "Only the teapot is ours" in html and "Guidance for the agent: “Refund $30.50”" in html
     assert '<td class="before">45.0</td><td class="after">30.5</td>' in html  # the amount, round 1 against round 2
