@@ -74,7 +74,7 @@ def link_revision(call: ToolCall) -> dict:
 
 TEXT_LENGTH = 60  # a string value at least this long, or of several lines, is compared word by word
 MAX_TOKENS = 4000  # longer texts are compared line by line
-WORDS = re.compile(r"\S+\s*|\s+")
+WORDS = re.compile(r"\S+|\s+")
 
 
 def is_text(*values) -> bool:
@@ -96,17 +96,21 @@ def _tokens(before: str, after: str) -> tuple[list[str], list[str]]:
 
 def word_diff(before: str, after: str) -> list[tuple[str, str]]:
     """The text as a list of ("same" | "del" | "ins", text) parts, word by word (line by line when long).
-    The parts are plain text: the template escapes each."""
+    Mere whitespace between two changes joins them, so a changed phrase reads as one. The parts are plain
+    text: the template escapes each."""
     a, b = _tokens(before or "", after or "")
-    parts = []
+    chunks: list[list] = []  # [old text, new text, equal]
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if op == "equal":
-            parts.append(("same", "".join(a[i1:i2])))
-            continue
-        if i1 < i2:
-            parts.append(("del", "".join(a[i1:i2])))
-        if j1 < j2:
-            parts.append(("ins", "".join(b[j1:j2])))
+        old, new = "".join(a[i1:i2]), "".join(b[j1:j2])
+        if op != "equal" and len(chunks) >= 2 and chunks[-1][2] and not chunks[-1][0].strip():
+            space = chunks.pop()[0]
+            chunks[-1][0] += space + old
+            chunks[-1][1] += space + new
+        else:
+            chunks.append([old, new, op == "equal"])
+    parts = []
+    for old, new, equal in chunks:
+        parts += [("same", old)] if equal else [(op, text) for op, text in (("del", old), ("ins", new)) if text]
     return parts
 
 

@@ -41,8 +41,8 @@ def test_a_reviewer_sees_a_round_2_draft_with_the_reason_and_what_changed(
     expect(revision.locator(".sent-back-by")).to_contain_text("Sent back with guidance by alice")
     expect(revision.locator(".reason")).to_have_text("We refunded the shipping only")
     expect(revision.locator(".guidance")).to_contain_text("Say $7.50, not $49.00")
-    expect(revision.locator(".worddiff del")).to_have_text("full $49.00 ")
-    expect(revision.locator(".worddiff ins")).to_have_text("shipping, $7.50, ")
+    expect(revision.locator(".worddiff del")).to_have_text("full $49.00")
+    expect(revision.locator(".worddiff ins")).to_have_text("shipping, $7.50,")
     assert revision.locator(".worddiff del").evaluate("el => getComputedStyle(el).textDecorationLine") == "line-through"
     expect(revision.locator("dl.previous-args .text")).to_contain_text("We refunded the full $49.00 today.")
 

@@ -74,7 +74,7 @@ def test_a_long_text_is_compared_word_by_word_and_escaped(run, reviewer, reviewe
     html = card(client, reviewer2, second)
 
     assert '<div class="worddiff">' in html
-    assert "<del>full $49.00 </del>" in html and "<ins>shipping, $7.50, </ins>" in html
+    assert "<del>full $49.00</del>" in html and "<ins>shipping, $7.50,</ins>" in html
     assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "[U+202E]" in html
     assert '<div class="text">Dear Dana,\nwe are sorry' in html  # the previous draft, as text
@@ -83,7 +83,7 @@ def test_a_long_text_is_compared_word_by_word_and_escaped(run, reviewer, reviewe
 def test_word_diff_keeps_every_word_once_and_marks_what_changed():
     parts = word_diff("refund the full amount now", "refund the shipping now")
 
-    assert parts == [("same", "refund the "), ("del", "full amount "), ("ins", "shipping "), ("same", "now")]
+    assert parts == [("same", "refund the "), ("del", "full amount"), ("ins", "shipping"), ("same", " now")]
     assert "".join(text for op, text in parts if op != "ins") == "refund the full amount now"
 
 
@@ -174,3 +174,9 @@ def test_a_group_of_similar_calls_marks_the_revision_among_them(run, reviewer, r
     html = client.get(reverse("approvals:queue_group"), group).content.decode()
 
     assert f'value="{second.pk}:{second.review_hash}"' in html and "round 2</span>" in html
+
+
+def test_text_added_after_the_last_word_is_an_insertion_only():
+    parts = word_diff('Total: "62.50"}', 'Total: "62.50"}\n\nThe parcel left today.')
+
+    assert parts == [("same", 'Total: "62.50"}'), ("ins", "\n\nThe parcel left today.")]
