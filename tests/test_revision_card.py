@@ -1,5 +1,6 @@
 """A revision's card and queue row, its word diff, and rounds per tool on the insight page."""
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -12,6 +13,7 @@ from django.utils import timezone
 from approvals import fanout, insight, selectors, triage
 from approvals.models import Run, ToolCall
 from approvals.revisions import word_diff
+from ops import slack
 
 from .reviewing import call_url, decide, propose, senior_rule
 
@@ -180,3 +182,10 @@ def test_text_added_after_the_last_word_is_an_insertion_only():
     parts = word_diff('Total: "62.50"}', 'Total: "62.50"}\n\nThe parcel left today.')
 
     assert parts == [("same", 'Total: "62.50"}'), ("ins", "\n\nThe parcel left today.")]
+
+
+def test_a_slack_message_of_a_revision_says_which_round_it_is(run, reviewer):
+    first, second = rejected_then_revised(run, reviewer, second=REFUND | {"amount": 40})
+
+    assert "round 2, revised after a reviewer sent it back" in json.dumps(slack.blocks(second))
+    assert "round" not in json.dumps(slack.blocks(ToolCall.objects.get(pk=first.pk))[0])
