@@ -70,7 +70,7 @@ def test_a_first_proposal_and_a_call_back_in_the_queue_say_no_round(run, reviewe
 def test_a_long_text_is_compared_word_by_word_and_escaped(run, reviewer, reviewer2, client):
     revised = BODY.replace("the full $49.00", "the shipping, $7.50,") + "\n<script>alert(1)</script>\u202e"
     _, second = rejected_then_revised(
-        run, reviewer, tool="send_email", first=EMAIL, second=EMAIL | {"body": revised}, reason="Wrong amount"
+        run, reviewer, tool="send_email", first=EMAIL, second=EMAIL | {"body": revised}, reason="Wrong <b>amount</b>"
     )
 
     html = card(client, reviewer2, second)
@@ -79,6 +79,7 @@ def test_a_long_text_is_compared_word_by_word_and_escaped(run, reviewer, reviewe
     assert "<del>full $49.00</del>" in html and "<ins>shipping, $7.50,</ins>" in html
     assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "[U+202E]" in html
+    assert "Wrong &lt;b&gt;amount&lt;/b&gt;" in html  # the reviewer's reason, escaped too
     assert '<div class="text">Dear Dana,\nwe are sorry' in html  # the previous draft, as text
 
 
