@@ -182,10 +182,12 @@ class ToolRounds:
 
 def rounds_per_tool(calls) -> list[ToolRounds]:
     """Per tool, over these calls (the insight page's window): how many first proposals a person reviewed, how
-    many of them needed a second round or more, and the most rounds. One query."""
+    many of them needed a second round or more, and the most rounds (model turns are no tool's: left out).
+    One query."""
     first = Q(revision=1) & ~Q(status__in=REFUSED)
     rows = (
-        calls.values("tool_name")
+        calls.exclude(kind=ToolCall.Kind.TURN)
+        .values("tool_name")
         .annotate(
             held=Count("pk", filter=first),
             auto=Count("pk", filter=first & Q(policy__action="run")),

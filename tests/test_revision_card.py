@@ -136,12 +136,14 @@ def test_the_insight_page_counts_rounds_per_tool(run, reviewer, reviewer2, audit
     propose(run, "issue_refund", REFUND | {"amount": 35}, call_id="c4")  # after an approval: a new first proposal
     propose(run, "send_email", EMAIL, call_id="c5")
     propose(run, "issue_refund", REFUND | {"amount": 10}, call_id="c6")  # run at once: not reviewed
+    turn = ToolCall.objects.create(run=run, message=third.message, call_id="t1", kind="turn", tool_name="model turn")
 
     rounds = {r.tool: r for r in insight.report(insight.Window.default()).rounds}
 
     assert (rounds["issue_refund"].reviewed, rounds["issue_refund"].revised, rounds["issue_refund"].most) == (2, 1, 3)
     assert rounds["issue_refund"].percent == 50
     assert (rounds["send_email"].reviewed, rounds["send_email"].revised, rounds["send_email"].most) == (1, 0, 1)
+    assert turn.tool_name not in rounds
     client.force_login(auditor)
     html = client.get(reverse("approvals:insight")).content.decode()
     assert 'id="rounds-issue_refund"><td>issue_refund</td><td>2</td><td>1</td><td>50%</td><td>3</td>' in html
