@@ -41,6 +41,7 @@ ROW_FIELDS = (
     "required_approvals", "reviewing_until",
     "run__id", "run__agent", "run__dry_run", "run__requested_by_id", "run__advanced_by",
     "review_group__id", "review_group__name", "reviewing_by__id", "reviewing_by__username",
+    "revision",
 )  # fmt: skip
 
 

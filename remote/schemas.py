@@ -103,6 +103,8 @@ class CallOut(Schema):
     tool: str
     tool_version: int
     arguments: dict[str, Any] | None
+    revision: int
+    revision_of: int | None
     status: Status
     decision: DecisionOut | None
     result: ResultOut | None

@@ -61,6 +61,8 @@ def call_json(call: ToolCall, request=None) -> dict:
         "tool": remote.tool.name if remote.tool else call.tool_name,  # a model turn has no declared tool
         "tool_version": remote.tool.version if remote.tool else 0,
         "arguments": call.arguments,
+        "revision": call.revision,
+        "revision_of": call.revision_of_id,
         "status": call.status,
         "decision": decision_json(call),
         "result": result_json(call),
