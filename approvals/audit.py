@@ -11,9 +11,10 @@ as well. docs/audit.md says what this proves and what it does not.
 import json
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from . import observers
@@ -71,7 +72,7 @@ def chain_of(run) -> int:
     return run.pk if run is not None else GLOBAL_CHAIN
 
 
-def _locked_head(chain: int) -> AuditHead:
+def locked_head(chain: int) -> AuditHead:
     head = AuditHead.objects.select_for_update().filter(chain=chain).first()
     if head is None:
         head, _ = AuditHead.objects.select_for_update().get_or_create(chain=chain)
@@ -104,12 +105,12 @@ def record_many(run, entries: list[Entry]) -> list[AuditEvent]:
     if not entries:
         return []
     chain = chain_of(run)
-    head, now = _locked_head(chain), timezone.now()
+    head, now = locked_head(chain), timezone.now()
     events = []
     for entry in entries:
         events.append(_event(entry, run, chain, events[-1].hash if events else head.last_hash, now))
     AuditEvent.objects.bulk_create(events)
-    AuditHead.objects.filter(pk=head.pk).update(last_hash=events[-1].hash)
+    AuditHead.objects.filter(pk=head.pk).update(last_hash=events[-1].hash, seq=F("seq") + len(events))
     for event in events:
         observers.event_recorded(event)
     return events
@@ -159,6 +160,7 @@ class ChainCheck:
     head: str | None  # when ok, the hash of the last event walked: write it down as an anchor
     broken_at: int | None = None
     problem: str = ""
+    anchored: int = 0  # heads recorded by anchor events, each checked against its recomputed chain
 
     @property
     def ok(self) -> bool:
@@ -170,15 +172,18 @@ class _Chain:
     previous: str = GENESIS_HASH
     previous_id: int | None = None
     head_seen: bool = False
+    seq: int = 0
 
 
-def check_rows(rows, *, heads: dict[int, str], anchor: str = "") -> ChainCheck:
+def check_rows(rows, *, heads: dict[int, str], anchor: str = "", anchored=None) -> ChainCheck:
     """Walk (id, chain, *HASHED_FIELDS, hash) rows in id order; stop at the first that does not match.
 
     Each event must follow the one before it in its own chain (its run's, or the
     global one). `heads` are the AuditHead rows read before the walk: each must be
     the hash of a walked event of its chain (events appended during the walk may
     follow it). `anchor`, a hash written down earlier outside ReviewHub, must be found.
+    `anchored` (anchors.Anchored, read before the heads): each chain's event at each anchored
+    position must have the anchored hash.
     """
     chains: dict[int, _Chain] = {}
     count, last_hash, anchor_seen = 0, None, False
@@ -188,6 +193,9 @@ def check_rows(rows, *, heads: dict[int, str], anchor: str = "") -> ChainCheck:
         problem = _link_problem(event_id, values, stored_hash, chain.previous, chain.previous_id)
         if not problem and chain_key not in (GLOBAL_CHAIN, values["run_id"]):
             problem = f"event {event_id} is in the chain of run {chain_key} but belongs to run {values['run_id']}."
+        chain.seq += 1
+        if not problem and anchored is not None:
+            problem = anchored.problem_at(chain_key, chain.seq, stored_hash)
         if problem:
             return ChainCheck(count, last_hash, event_id, problem)
         chain.previous, chain.previous_id, count, last_hash = stored_hash, event_id, count + 1, stored_hash
@@ -196,6 +204,8 @@ def check_rows(rows, *, heads: dict[int, str], anchor: str = "") -> ChainCheck:
     problem, broken_at = _heads_problem(chains, heads, count)
     if problem:
         return ChainCheck(count, last_hash, broken_at, problem)
+    if anchored is not None and anchored.missing():
+        return ChainCheck(count, last_hash, None, anchored.missing())
     if anchor and not anchor_seen:
         return ChainCheck(
             count, last_hash, None, f"no event has the anchor hash {anchor}: the trail was rewritten up to there."
@@ -244,8 +254,12 @@ def _end_problem(head: str | None, head_seen: bool, count: int, last_id) -> str:
 
 def verify(*, chunk_size: int = CHUNK_SIZE, anchor: str = "") -> ChainCheck:
     """Check the whole trail, streaming it from the database chunk_size events at a time."""
+    from .anchors import Anchored
+
+    anchored = Anchored.read(chunk_size)  # before the heads and the walk: every anchored event is walked
+    total = len(anchored)
     rows = in_chunks(AuditEvent.objects.all(), ("id", "chain", *HASHED_FIELDS, "hash"), chunk_size)
-    return check_rows(rows, heads=heads(), anchor=anchor)
+    return replace(check_rows(rows, heads=heads(), anchor=anchor, anchored=anchored), anchored=total)
 
 
 # --- one call's chain, for the people who check it ---------------------------------------

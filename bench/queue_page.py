@@ -59,7 +59,7 @@ def reviewer_client():
     from django.contrib.auth.models import Group
     from django.test import Client
 
-    from agents import demo_data
+    from shop import demo_data
 
     demo_data.setup_roles()
     user, _ = get_user_model().objects.get_or_create(username="bench-queue-reviewer")

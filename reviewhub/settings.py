@@ -248,7 +248,14 @@ SWEEP_MAX_ATTEMPTS = env_int("SWEEP_MAX_ATTEMPTS", 5)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("BROKER_VISIBILITY_TIMEOUT", 600)}
 # Reviewers who chose an email digest get one this often, when something new waits for them.
 NOTIFY_DIGEST_MINUTES = env_int("NOTIFY_DIGEST_MINUTES", 15)
+# How often the heads of the run chains that changed are anchored into the global audit chain (docs/audit.md).
+AUDIT_ANCHOR_SECONDS = env_int("AUDIT_ANCHOR_SECONDS", 60)
 CELERY_BEAT_SCHEDULE = {
+    "anchor-audit-heads": {
+        "task": "agents.tasks.anchor_audit",
+        "schedule": float(AUDIT_ANCHOR_SECONDS),
+        "options": {"expires": float(AUDIT_ANCHOR_SECONDS)},  # the next pass anchors what this one would have
+    },
     "expire-overdue-calls": {"task": "agents.tasks.expire_overdue", "schedule": 30.0},
     "webhook-deliveries-due": {"task": "remote.tasks.deliver_due", "schedule": 60.0},
     "email-digests": {"task": "ops.tasks.email_digests", "schedule": 60.0 * NOTIFY_DIGEST_MINUTES},

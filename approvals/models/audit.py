@@ -2,7 +2,7 @@
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from ..hashing import event_canonical, sha256_hex
@@ -42,6 +42,7 @@ class AuditEvent(models.Model):
         ESCALATED = "escalated"
         RETURNED = "returned"
         UNREPORTED = "unreported"
+        ANCHOR = "anchor"  # the heads of the run chains that changed, written into the global chain
 
     run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events")
     tool_call = models.ForeignKey(
@@ -81,7 +82,18 @@ class AuditEvent(models.Model):
 
 
 class AuditHead(models.Model):
-    """The last hash of one chain (a run's, or the global one); locked to append to that chain in order."""
+    """The last hash of one chain (a run's, or the global one); locked to append to that chain in order.
+
+    `seq` counts the chain's events; `anchored_seq` is what it was when the chain was last anchored
+    (approvals/anchors.py): a small partial index finds the chains that changed since.
+    """
 
     last_hash = models.CharField(max_length=64, default=GENESIS_HASH)
     chain = models.PositiveBigIntegerField(default=GLOBAL_CHAIN, unique=True)
+    seq = models.PositiveBigIntegerField(default=0)
+    anchored_seq = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["chain"], condition=Q(seq__gt=F("anchored_seq")), name="audithead_unanchored"),
+        ]
