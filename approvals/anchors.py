@@ -12,7 +12,6 @@ has the anchored hash at the anchored position, and is named. docs/audit.md says
 from dataclasses import dataclass, field
 
 from django.db import transaction
-from django.db.models import F
 
 from . import audit
 from .models import GLOBAL_CHAIN, AuditEvent, AuditHead
@@ -40,7 +39,7 @@ def _anchor_once(limit: int) -> int:
     audit.locked_head(GLOBAL_CHAIN)
     changed = list(
         AuditHead.objects.select_for_update(skip_locked=True)
-        .filter(seq__gt=F("anchored_seq"))
+        .filter(anchored=False)
         .exclude(chain=GLOBAL_CHAIN)
         .order_by("chain")
         .values_list("pk", "chain", "seq", "last_hash")[:limit]
@@ -49,7 +48,7 @@ def _anchor_once(limit: int) -> int:
         return 0
     heads = {str(chain): {"seq": seq, "hash": last_hash} for _, chain, seq, last_hash in changed}
     audit.record(AuditEvent.Kind.ANCHOR, actor_label="system", payload={"heads": heads})
-    AuditHead.objects.filter(pk__in=[pk for pk, *_ in changed]).update(anchored_seq=F("seq"))
+    AuditHead.objects.filter(pk__in=[pk for pk, *_ in changed]).update(anchored=True)
     return len(changed)
 
 

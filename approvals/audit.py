@@ -110,7 +110,7 @@ def record_many(run, entries: list[Entry]) -> list[AuditEvent]:
     for entry in entries:
         events.append(_event(entry, run, chain, events[-1].hash if events else head.last_hash, now))
     AuditEvent.objects.bulk_create(events)
-    AuditHead.objects.filter(pk=head.pk).update(last_hash=events[-1].hash, seq=F("seq") + len(events))
+    AuditHead.objects.filter(pk=head.pk).update(last_hash=events[-1].hash, seq=F("seq") + len(events), anchored=False)
     for event in events:
         observers.event_recorded(event)
     return events

@@ -78,9 +78,9 @@ def test_an_unchanged_trail_with_anchors_verifies():
     out = StringIO()
     call_command("verify_audit", stdout=out)
     assert "with 3 anchored heads." in out.getvalue()
-    assert {head.chain: head.anchored_seq for head in AuditHead.objects.exclude(chain=GLOBAL_CHAIN)} == {
-        first.pk: 4,
-        second.pk: 2,
+    assert {(head.chain, head.seq, head.anchored) for head in AuditHead.objects.exclude(chain=GLOBAL_CHAIN)} == {
+        (first.pk, 4, True),
+        (second.pk, 2, True),
     }
 
 

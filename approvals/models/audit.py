@@ -2,7 +2,7 @@
 
 from django.conf import settings
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from ..hashing import event_canonical, sha256_hex
@@ -84,16 +84,18 @@ class AuditEvent(models.Model):
 class AuditHead(models.Model):
     """The last hash of one chain (a run's, or the global one); locked to append to that chain in order.
 
-    `seq` counts the chain's events; `anchored_seq` is what it was when the chain was last anchored
-    (approvals/anchors.py): a small partial index finds the chains that changed since.
+    `seq` counts the chain's events; `anchored` says whether the chain was anchored as it is now
+    (approvals/anchors.py): a small partial index finds the chains that changed since. Appending sets it
+    to false, which changes the indexed value only on the first append after an anchor, so the other
+    appends stay HOT updates (no new index entries).
     """
 
     last_hash = models.CharField(max_length=64, default=GENESIS_HASH)
     chain = models.PositiveBigIntegerField(default=GLOBAL_CHAIN, unique=True)
     seq = models.PositiveBigIntegerField(default=0)
-    anchored_seq = models.PositiveBigIntegerField(default=0)
+    anchored = models.BooleanField(default=False)
 
     class Meta:
         indexes = [
-            models.Index(fields=["chain"], condition=Q(seq__gt=F("anchored_seq")), name="audithead_unanchored"),
+            models.Index(fields=["chain"], condition=Q(anchored=False), name="audithead_unanchored"),
         ]
