@@ -168,8 +168,10 @@ TEMPLATES = [
 ]
 
 # Database: PostgreSQL through DATABASE_URL, else SQLite (WAL) in var/. Celery workers keep their
-# connection between tasks for WORKER_CONN_MAX_AGE seconds (reviewhub/celery.py); web processes do not.
+# connection between tasks for WORKER_CONN_MAX_AGE seconds (reviewhub/celery.py); web processes do not,
+# except the thread that works out the live pushes (approvals/fanout.py), for PUSH_CONN_MAX_AGE seconds.
 WORKER_CONN_MAX_AGE = env_int("WORKER_CONN_MAX_AGE", 300)
+PUSH_CONN_MAX_AGE = env_int("PUSH_CONN_MAX_AGE", 300)
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
