@@ -5,11 +5,10 @@ that its newest events were not cut off. But someone with write access to the da
 whole run, every event from some point and its head row, leaves a chain consistent with itself.
 anchor_heads() (Celery beat, every AUDIT_ANCHOR_SECONDS) appends to the global chain an `anchor` event
 naming, for each run chain that grew since it was last anchored, its length and newest hash. verify()
-then checks each anchored (chain, seq, hash) against the chain it recomputes: a rewritten run no longer
-has the anchored hash at the anchored position, and is named. docs/audit.md says what this proves.
+(audit.check_rows) checks each anchor, when its walk reaches it, against the chains it has recomputed up
+to there: a rewritten run no longer has the anchored length and hash, and is named. docs/audit.md says
+what this proves.
 """
-
-from dataclasses import dataclass, field
 
 from django.db import transaction
 
@@ -50,46 +49,3 @@ def _anchor_once(limit: int) -> int:
     audit.record(AuditEvent.Kind.ANCHOR, actor_label="system", payload={"heads": heads})
     AuditHead.objects.filter(pk__in=[pk for pk, *_ in changed]).update(anchored=True)
     return len(changed)
-
-
-# --- verification --------------------------------------------------------------------------
-
-
-@dataclass
-class Anchored:
-    """What the anchors read before a walk say: chain -> {seq: (hash, anchor event id)}."""
-
-    expected: dict[int, dict[int, tuple[str, int]]] = field(default_factory=dict)
-
-    @classmethod
-    def read(cls, chunk_size: int = audit.CHUNK_SIZE) -> "Anchored":
-        anchors = AuditEvent.objects.filter(kind=AuditEvent.Kind.ANCHOR, chain=GLOBAL_CHAIN)
-        anchored = cls()
-        for event_id, payload in audit.in_chunks(anchors, ("id", "payload"), chunk_size):
-            for chain, head in (payload.get("heads") or {}).items():
-                if str(chain).isdigit() and isinstance(head, dict):
-                    anchored.expected.setdefault(int(chain), {})[head.get("seq")] = (head.get("hash"), event_id)
-        return anchored
-
-    def __len__(self) -> int:
-        return sum(len(seqs) for seqs in self.expected.values())
-
-    def problem_at(self, chain: int, seq: int, stored_hash: str) -> str:
-        """Whether the chain's event number `seq` (from 1) is what the anchors recorded there."""
-        wanted = self.expected.get(chain, {}).pop(seq, None)
-        if wanted is None or wanted[0] == stored_hash:
-            return ""
-        return (
-            f"run {chain} was rewritten: its event {seq} has hash {stored_hash}, but anchor event {wanted[1]}"
-            f" recorded {wanted[0]}."
-        )
-
-    def missing(self) -> str:
-        """The first anchored position no chain reached: a run cut short or deleted, head and all."""
-        for chain, seqs in sorted(self.expected.items()):
-            for seq, (wanted, anchor_id) in sorted(seqs.items(), key=lambda item: str(item[0])):
-                return (
-                    f"run {chain} was rewritten: anchor event {anchor_id} recorded its event {seq} with hash"
-                    f" {wanted}, but the chain has fewer events now."
-                )
-        return ""

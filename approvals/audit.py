@@ -11,7 +11,7 @@ as well. docs/audit.md says what this proves and what it does not.
 import json
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from django.db import transaction
 from django.db.models import F
@@ -172,45 +172,64 @@ class _Chain:
     previous: str = GENESIS_HASH
     previous_id: int | None = None
     head_seen: bool = False
-    seq: int = 0
+    seq: int = 0  # events walked
 
 
-def check_rows(rows, *, heads: dict[int, str], anchor: str = "", anchored=None) -> ChainCheck:
+def check_rows(rows, *, heads: dict[int, str], anchor: str = "") -> ChainCheck:
     """Walk (id, chain, *HASHED_FIELDS, hash) rows in id order; stop at the first that does not match.
 
     Each event must follow the one before it in its own chain (its run's, or the
     global one). `heads` are the AuditHead rows read before the walk: each must be
     the hash of a walked event of its chain (events appended during the walk may
-    follow it). `anchor`, a hash written down earlier outside ReviewHub, must be found.
-    `anchored` (anchors.Anchored, read before the heads): each chain's event at each anchored
-    position must have the anchored hash.
+    follow it). `anchor`, a hash written down earlier outside ReviewHub, must be found. Each
+    `anchor` event of the global chain must agree with the chains it names as walked up to it.
     """
     chains: dict[int, _Chain] = {}
-    count, last_hash, anchor_seen = 0, None, False
+    count, last_hash, anchor_seen, anchored = 0, None, False, 0
     for event_id, chain_key, *fields, stored_hash in rows:
         values = dict(zip(HASHED_FIELDS, fields))
         chain = chains.setdefault(chain_key, _Chain())
-        problem = _link_problem(event_id, values, stored_hash, chain.previous, chain.previous_id)
+        problem, broken_at = _link_problem(event_id, values, stored_hash, chain.previous, chain.previous_id), event_id
         if not problem and chain_key not in (GLOBAL_CHAIN, values["run_id"]):
             problem = f"event {event_id} is in the chain of run {chain_key} but belongs to run {values['run_id']}."
-        chain.seq += 1
-        if not problem and anchored is not None:
-            problem = anchored.problem_at(chain_key, chain.seq, stored_hash)
+        if not problem and values["kind"] == AuditEvent.Kind.ANCHOR and chain_key == GLOBAL_CHAIN:
+            problem, broken_at, checked = _anchor_problem(event_id, values["payload"], chains)
+            anchored += checked
         if problem:
-            return ChainCheck(count, last_hash, event_id, problem)
-        chain.previous, chain.previous_id, count, last_hash = stored_hash, event_id, count + 1, stored_hash
+            return ChainCheck(count, last_hash, broken_at, problem, anchored)
+        chain.seq, chain.previous, chain.previous_id = chain.seq + 1, stored_hash, event_id
+        count, last_hash = count + 1, stored_hash
         chain.head_seen = chain.head_seen or stored_hash == heads.get(chain_key)
         anchor_seen = anchor_seen or stored_hash == anchor
     problem, broken_at = _heads_problem(chains, heads, count)
     if problem:
-        return ChainCheck(count, last_hash, broken_at, problem)
-    if anchored is not None and anchored.missing():
-        return ChainCheck(count, last_hash, None, anchored.missing())
+        return ChainCheck(count, last_hash, broken_at, problem, anchored)
     if anchor and not anchor_seen:
         return ChainCheck(
             count, last_hash, None, f"no event has the anchor hash {anchor}: the trail was rewritten up to there."
         )
-    return ChainCheck(count, last_hash)
+    return ChainCheck(count, last_hash, anchored=anchored)
+
+
+def _anchor_problem(anchor_id: int, payload: dict, chains: dict[int, "_Chain"]) -> tuple[str, int, int]:
+    """An anchor event against the run chains as walked up to it: (what is wrong, the event to name, heads checked).
+
+    When the anchor was written, each chain it names had `seq` events, the last with `hash`, all stored
+    before it: their writers held the chain's head lock, which the anchor took (approvals/anchors.py),
+    and later writers waited for it, so their events come after it.
+    """
+    heads = payload.get("heads") or {}
+    for key, head in heads.items():
+        chain = chains.get(int(key), _Chain()) if str(key).isdigit() else _Chain()
+        if (chain.seq, chain.previous) != (head.get("seq"), head.get("hash")):
+            where = f", ending in event {chain.previous_id} (hash {chain.previous})" if chain.previous_id else ""
+            return (
+                f"run {key} was rewritten: anchor event {anchor_id} recorded {head.get('seq')} events ending in hash"
+                f" {head.get('hash')}, but before it that run's chain has {chain.seq}{where}.",
+                chain.previous_id or anchor_id,
+                0,
+            )
+    return "", anchor_id, len(heads)
 
 
 def _heads_problem(chains: dict[int, _Chain], heads: dict[int, str], count: int) -> tuple[str, int | None]:
@@ -254,12 +273,8 @@ def _end_problem(head: str | None, head_seen: bool, count: int, last_id) -> str:
 
 def verify(*, chunk_size: int = CHUNK_SIZE, anchor: str = "") -> ChainCheck:
     """Check the whole trail, streaming it from the database chunk_size events at a time."""
-    from .anchors import Anchored
-
-    anchored = Anchored.read(chunk_size)  # before the heads and the walk: every anchored event is walked
-    total = len(anchored)
     rows = in_chunks(AuditEvent.objects.all(), ("id", "chain", *HASHED_FIELDS, "hash"), chunk_size)
-    return replace(check_rows(rows, heads=heads(), anchor=anchor, anchored=anchored), anchored=total)
+    return check_rows(rows, heads=heads(), anchor=anchor)
 
 
 # --- one call's chain, for the people who check it ---------------------------------------

@@ -1,5 +1,6 @@
 """Anchoring: the heads of the run chains written into the global chain, and checked by verify_audit."""
 
+import threading
 from io import StringIO
 
 import pytest
@@ -46,15 +47,35 @@ def test_a_whole_run_rewritten_with_its_head_is_caught_by_its_anchor():
     assert anchors.anchor_heads() == 2
     rewrite(run, keep=2, payloads=[{"step": 2, "amount": 900}, {"step": 3}, {"step": 4}])
 
-    assert audit.check_rows(  # the run and its head agree: without the anchor, nothing is wrong
-        audit.in_chunks(AuditEvent.objects.all(), ("id", "chain", *audit.HASHED_FIELDS, "hash")), heads=audit.heads()
-    ).ok
+    fields = ("id", "chain", *audit.HASHED_FIELDS, "hash")
+    alone = audit.in_chunks(AuditEvent.objects.filter(chain=run.pk), fields)
+    assert audit.check_rows(alone, heads={run.pk: audit.head_hash(run.pk)}).ok  # the run agrees with its head
     check = audit.verify()
     assert not check.ok
-    assert f"run {run.pk} was rewritten: its event 5 has hash" in check.problem
-    assert check.broken_at == AuditEvent.objects.filter(chain=run.pk).latest("pk").pk
+    anchor = anchor_events().get()
+    assert f"run {run.pk} was rewritten: anchor event {anchor.pk} recorded 5 events ending in hash" in check.problem
+    assert "but before it that run's chain has 2, ending in event" in check.problem
+    assert check.broken_at == AuditEvent.objects.filter(chain=run.pk).order_by("pk")[1].pk
     with pytest.raises(CommandError, match=f"run {run.pk} was rewritten"):
         call_command("verify_audit", stdout=StringIO())
+
+
+def test_a_run_rewritten_in_place_with_its_head_is_caught_by_its_anchor():
+    run = a_run()
+    anchors.anchor_heads()
+    events = list(AuditEvent.objects.filter(chain=run.pk).order_by("pk"))
+    previous = events[1].hash
+    with tampering():  # the same rows, new contents, each hash recomputed and chained
+        for event in events[2:]:
+            event.payload, event.prev_hash = {**event.payload, "amount": 900}, previous
+            event.hash = previous = event.compute_hash()
+            AuditEvent.objects.filter(pk=event.pk).update(
+                payload=event.payload, prev_hash=event.prev_hash, hash=event.hash
+            )
+    AuditHead.objects.filter(chain=run.pk).update(last_hash=previous)
+    check = audit.verify()
+    assert f"run {run.pk} was rewritten" in check.problem and f"ending in event {events[-1].pk}" in check.problem
+    assert check.broken_at == events[-1].pk
 
 
 def test_a_run_cut_short_with_its_head_is_caught_by_its_anchor():
@@ -63,7 +84,8 @@ def test_a_run_cut_short_with_its_head_is_caught_by_its_anchor():
     rewrite(run, keep=3, payloads=[])
     check = audit.verify()
     assert not check.ok
-    assert f"run {run.pk} was rewritten: anchor event {anchor_events().get().pk} recorded its event 5" in check.problem
+    assert f"run {run.pk} was rewritten: anchor event {anchor_events().get().pk} recorded 5 events" in check.problem
+    assert "that run's chain has 3" in check.problem
 
 
 def test_an_unchanged_trail_with_anchors_verifies():
@@ -128,3 +150,53 @@ def test_beat_and_the_embedded_default_anchor_periodically(settings, monkeypatch
     with pytest.raises(StopIteration):
         demo._periodic_loop()
     assert passes == ["deadlines", "sweep", "anchor"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_anchor_skips_a_run_being_written_without_waiting_and_takes_it_next_time(require_postgres):
+    from django.db import transaction
+
+    from tests.test_audit_concurrency import WAIT, hold_a_write
+
+    busy, idle = a_run(1), a_run(1)
+    holding, release = threading.Event(), threading.Event()
+    thread = threading.Thread(target=hold_a_write, args=(busy, holding, release))
+    thread.start()
+    try:
+        assert holding.wait(WAIT)
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL lock_timeout = '5s'")  # would fail if it waited for the busy run
+            assert anchors.anchor_heads() == 1
+        assert set(anchor_events().get().payload["heads"]) == {str(idle.pk)}
+    finally:
+        release.set()
+        thread.join(WAIT)
+    assert anchors.anchor_heads() == 1  # the busy run, with its new event
+    assert anchor_events().last().payload["heads"][str(busy.pk)]["seq"] == 2
+    assert audit.verify().ok
+
+
+@pytest.mark.django_db(transaction=True)
+def test_anchors_taken_while_writers_append_all_verify(require_postgres):
+    runs = [a_run(1) for _ in range(4)]
+
+    def write(run):
+        try:
+            for step in range(15):
+                audit.record("resumed", run=run, payload={"step": step})
+        finally:
+            connection.close()
+
+    writers = [threading.Thread(target=write, args=(run,)) for run in runs]
+    for thread in writers:
+        thread.start()
+    anchored = 0
+    while any(thread.is_alive() for thread in writers):
+        anchored += anchors.anchor_heads()
+    for thread in writers:
+        thread.join(30)
+    anchored += anchors.anchor_heads()
+    check = audit.verify()
+    assert check.ok, check.problem
+    assert check.anchored == anchored and anchored >= len(runs)

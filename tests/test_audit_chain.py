@@ -101,7 +101,7 @@ def test_an_anchor_written_down_earlier_must_still_be_in_the_trail(trail):
 def test_verify_reads_the_trail_in_chunks_not_all_at_once(trail):
     with CaptureQueriesContext(connection) as queries:
         assert audit.verify(chunk_size=2).ok
-    walks = [q["sql"] for q in queries if '"approvals_auditevent"."hash"' in q["sql"]]  # not the anchors' read
+    walks = [q["sql"] for q in queries if "approvals_auditevent" in q["sql"]]
     assert len(walks) == 4  # 2 + 2 + 2 + 1 events
     assert all("LIMIT 2" in sql for sql in walks)
 
