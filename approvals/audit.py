@@ -5,7 +5,9 @@ without a run: the global chain's), so a run's events hash in the order they are
 stored and writers on different runs never wait for each other. verify() walks the
 whole trail in chunks, names the first event that does not match, and checks the
 end of every chain against its head, so that deleting the newest events is caught
-as well. docs/audit.md says what this proves and what it does not.
+as well, and every anchor (approvals/anchors.py) against the run chains it names, so
+that a run rewritten together with its head is caught too. docs/audit.md says what
+this proves and what it does not.
 """
 
 import json
