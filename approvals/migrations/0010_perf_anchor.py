@@ -8,15 +8,18 @@ chain's count, so every existing chain is anchored on the first pass.
 """
 
 from django.db import migrations, models
-from django.db.models import Count, OuterRef, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Count
 
 
 def count_events(apps, schema_editor):
+    """Each head's seq: one GROUP BY over the events (a count per head would scan them once per run)."""
     AuditEvent = apps.get_model("approvals", "AuditEvent")
     AuditHead = apps.get_model("approvals", "AuditHead")
-    counts = AuditEvent.objects.filter(chain=OuterRef("chain")).order_by().values("chain").annotate(n=Count("pk"))
-    AuditHead.objects.update(seq=Coalesce(Subquery(counts.values("n")[:1]), 0))
+    counts = dict(AuditEvent.objects.order_by().values("chain").annotate(n=Count("pk")).values_list("chain", "n"))
+    heads = list(AuditHead.objects.only("pk", "chain"))
+    for head in heads:
+        head.seq = counts.get(head.chain, 0)
+    AuditHead.objects.bulk_update(heads, ["seq"], batch_size=1000)
 
 
 class Migration(migrations.Migration):
