@@ -1,6 +1,6 @@
 from celery import shared_task
 
-from approvals import services
+from approvals import anchors, services
 
 from . import dispatch, loop
 
@@ -24,3 +24,9 @@ def expire_overdue() -> dict:
 def sweep() -> dict:
     """Celery beat runs this every SWEEP_INTERVAL_SECONDS: take every stuck run further."""
     return services.sweep_apply()
+
+
+@shared_task(ignore_result=True)
+def anchor_audit() -> int:
+    """Celery beat runs this every AUDIT_ANCHOR_SECONDS: anchor the run chains that changed into the global one."""
+    return anchors.anchor_heads()

@@ -5,7 +5,9 @@ without a run: the global chain's), so a run's events hash in the order they are
 stored and writers on different runs never wait for each other. verify() walks the
 whole trail in chunks, names the first event that does not match, and checks the
 end of every chain against its head, so that deleting the newest events is caught
-as well. docs/audit.md says what this proves and what it does not.
+as well, and every anchor (approvals/anchors.py) against the run chains it names, so
+that a run rewritten together with its head is caught too. docs/audit.md says what
+this proves and what it does not.
 """
 
 import json
@@ -14,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from . import observers
@@ -71,7 +74,7 @@ def chain_of(run) -> int:
     return run.pk if run is not None else GLOBAL_CHAIN
 
 
-def _locked_head(chain: int) -> AuditHead:
+def locked_head(chain: int) -> AuditHead:
     head = AuditHead.objects.select_for_update().filter(chain=chain).first()
     if head is None:
         head, _ = AuditHead.objects.select_for_update().get_or_create(chain=chain)
@@ -104,12 +107,12 @@ def record_many(run, entries: list[Entry]) -> list[AuditEvent]:
     if not entries:
         return []
     chain = chain_of(run)
-    head, now = _locked_head(chain), timezone.now()
+    head, now = locked_head(chain), timezone.now()
     events = []
     for entry in entries:
         events.append(_event(entry, run, chain, events[-1].hash if events else head.last_hash, now))
     AuditEvent.objects.bulk_create(events)
-    AuditHead.objects.filter(pk=head.pk).update(last_hash=events[-1].hash)
+    AuditHead.objects.filter(pk=head.pk).update(last_hash=events[-1].hash, seq=F("seq") + len(events), anchored=False)
     for event in events:
         observers.event_recorded(event)
     return events
@@ -159,6 +162,7 @@ class ChainCheck:
     head: str | None  # when ok, the hash of the last event walked: write it down as an anchor
     broken_at: int | None = None
     problem: str = ""
+    anchored: int = 0  # heads recorded by anchor events, each checked against its recomputed chain
 
     @property
     def ok(self) -> bool:
@@ -170,6 +174,7 @@ class _Chain:
     previous: str = GENESIS_HASH
     previous_id: int | None = None
     head_seen: bool = False
+    seq: int = 0  # events walked
 
 
 def check_rows(rows, *, heads: dict[int, str], anchor: str = "") -> ChainCheck:
@@ -178,29 +183,55 @@ def check_rows(rows, *, heads: dict[int, str], anchor: str = "") -> ChainCheck:
     Each event must follow the one before it in its own chain (its run's, or the
     global one). `heads` are the AuditHead rows read before the walk: each must be
     the hash of a walked event of its chain (events appended during the walk may
-    follow it). `anchor`, a hash written down earlier outside ReviewHub, must be found.
+    follow it). `anchor`, a hash written down earlier outside ReviewHub, must be found. Each
+    `anchor` event of the global chain must agree with the chains it names as walked up to it.
     """
     chains: dict[int, _Chain] = {}
-    count, last_hash, anchor_seen = 0, None, False
+    count, last_hash, anchor_seen, anchored = 0, None, False, 0
     for event_id, chain_key, *fields, stored_hash in rows:
         values = dict(zip(HASHED_FIELDS, fields))
         chain = chains.setdefault(chain_key, _Chain())
-        problem = _link_problem(event_id, values, stored_hash, chain.previous, chain.previous_id)
+        problem, broken_at = _link_problem(event_id, values, stored_hash, chain.previous, chain.previous_id), event_id
         if not problem and chain_key not in (GLOBAL_CHAIN, values["run_id"]):
             problem = f"event {event_id} is in the chain of run {chain_key} but belongs to run {values['run_id']}."
+        if not problem and values["kind"] == AuditEvent.Kind.ANCHOR and chain_key == GLOBAL_CHAIN:
+            problem, broken_at, checked = _anchor_problem(event_id, values["payload"], chains)
+            anchored += checked
         if problem:
-            return ChainCheck(count, last_hash, event_id, problem)
-        chain.previous, chain.previous_id, count, last_hash = stored_hash, event_id, count + 1, stored_hash
+            return ChainCheck(count, last_hash, broken_at, problem, anchored)
+        chain.seq, chain.previous, chain.previous_id = chain.seq + 1, stored_hash, event_id
+        count, last_hash = count + 1, stored_hash
         chain.head_seen = chain.head_seen or stored_hash == heads.get(chain_key)
         anchor_seen = anchor_seen or stored_hash == anchor
     problem, broken_at = _heads_problem(chains, heads, count)
     if problem:
-        return ChainCheck(count, last_hash, broken_at, problem)
+        return ChainCheck(count, last_hash, broken_at, problem, anchored)
     if anchor and not anchor_seen:
         return ChainCheck(
             count, last_hash, None, f"no event has the anchor hash {anchor}: the trail was rewritten up to there."
         )
-    return ChainCheck(count, last_hash)
+    return ChainCheck(count, last_hash, anchored=anchored)
+
+
+def _anchor_problem(anchor_id: int, payload: dict, chains: dict[int, "_Chain"]) -> tuple[str, int, int]:
+    """An anchor event against the run chains as walked up to it: (what is wrong, the event to name, heads checked).
+
+    When the anchor was written, each chain it names had `seq` events, the last with `hash`, all stored
+    before it: their writers held the chain's head lock, which the anchor took (approvals/anchors.py),
+    and later writers waited for it, so their events come after it.
+    """
+    heads = payload.get("heads") or {}
+    for key, head in heads.items():
+        chain = chains.get(int(key), _Chain()) if str(key).isdigit() else _Chain()
+        if (chain.seq, chain.previous) != (head.get("seq"), head.get("hash")):
+            where = f", ending in event {chain.previous_id} (hash {chain.previous})" if chain.previous_id else ""
+            return (
+                f"run {key} was rewritten: anchor event {anchor_id} recorded {head.get('seq')} events ending in hash"
+                f" {head.get('hash')}, but before it that run's chain has {chain.seq}{where}.",
+                chain.previous_id or anchor_id,
+                0,
+            )
+    return "", anchor_id, len(heads)
 
 
 def _heads_problem(chains: dict[int, _Chain], heads: dict[int, str], count: int) -> tuple[str, int | None]:

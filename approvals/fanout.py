@@ -22,6 +22,11 @@ hands every local socket its user's message, in the order of the hints. With a
 member per socket, the layer delivered each hint once per socket (for 100
 sockets, 100 Redis messages popped one by one).
 
+The jobs of a process run one after another in a thread of their own, which keeps its database
+connection between them (PUSH_CONN_MAX_AGE seconds, checked before reuse): a web process otherwise
+opens and closes a connection for every piece of database work (CONN_MAX_AGE 0), a few milliseconds of
+every push.
+
 This relies on one property of access.visible_calls(): which calls a user may
 see depends on their groups, permissions and flags, not on who they are
 (tests/test_live_fanout.py checks it). can_decide() may depend on anything.
@@ -29,11 +34,15 @@ see depends on their groups, permissions and flags, not on who they are
 
 import asyncio
 import logging
+import os
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 
-from channels.db import database_sync_to_async
+from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections
 from django.template.loader import render_to_string
 
 from . import observers
@@ -169,10 +178,41 @@ def call_messages(call_id: int, user_ids) -> dict[int, str]:
     return messages
 
 
+_push_thread: dict = {}  # this process's thread for the jobs: pid, executor
+
+
+def _executor() -> ThreadPoolExecutor:
+    if _push_thread.get("pid") != os.getpid():  # none yet, or inherited through a fork
+        _push_thread.update(pid=os.getpid(), executor=ThreadPoolExecutor(1, thread_name_prefix="live-push"))
+    return _push_thread["executor"]
+
+
+def _in_push_thread(job, *args):
+    """Run a job with the push thread's own connection, kept PUSH_CONN_MAX_AGE seconds, dropped when broken."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    connection.settings_dict = connection.settings_dict | {
+        "CONN_MAX_AGE": settings.PUSH_CONN_MAX_AGE,
+        "CONN_HEALTH_CHECKS": True,
+    }  # this thread's copy: the web's own connections keep CONN_MAX_AGE 0
+    close_old_connections()
+    try:
+        return job(*args)
+    finally:
+        close_old_connections()
+
+
+def close_push_connection() -> None:
+    """Close the push thread's connection (tests: before the test database is dropped)."""
+    if _push_thread.get("pid") == os.getpid():
+        _executor().submit(connections.close_all).result()
+
+
 async def _run_job(call_id: int, user_ids: list[int]) -> dict[int, str]:
     start = time.perf_counter()
     try:
-        return await database_sync_to_async(call_messages)(call_id, user_ids)
+        return await sync_to_async(_in_push_thread, thread_sensitive=False, executor=_executor())(
+            call_messages, call_id, user_ids
+        )
     except Exception:  # a push is a hint: the page re-reads the database on reconnect
         log.exception("rendering the live push for call %s failed", call_id)
         return {}

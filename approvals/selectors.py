@@ -1,6 +1,12 @@
-"""Read queries used in several places: the pending queue, as one user may see it."""
+"""Read queries used in several places: the pending queue, as one user may see it.
 
-from django.db.models import Case, Count, Exists, F, FloatField, OuterRef, Q, Value, When
+Counts of pending calls stop at triage.COUNT_CAP + 1 (shown as "1,000+"), and the queue's facets read the
+oldest COUNT_CAP + 1 pending calls only, so what they cost does not grow with the queue past that.
+"""
+
+from django.core.exceptions import EmptyResultSet
+from django.db.models import Case, Exists, F, FloatField, IntegerField, OuterRef, Q, Value, When
+from django.db.models.expressions import RawSQL
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 from django.utils import timezone
@@ -21,16 +27,30 @@ def pending_calls(user):
     )
 
 
+def _visible_pending(user):
+    return access.visible_calls(user, ToolCall.objects.filter(PENDING))
+
+
+def _capped_count(calls) -> RawSQL:
+    """How many of these calls there are, counted to COUNT_CAP + 1 at most: a subquery that stops there."""
+    try:
+        sql, params = calls.order_by().values("pk")[: triage.COUNT_CAP + 1].query.sql_with_params()
+    except EmptyResultSet:  # calls.none(): a user who may see none
+        return Value(0, IntegerField())
+    return RawSQL(f"SELECT COUNT(*) FROM ({sql}) AS counted", params, output_field=IntegerField())
+
+
 def pending_count(user) -> int:
-    return access.visible_calls(user, ToolCall.objects.filter(PENDING)).count()
+    """How many calls wait for this user, counted to COUNT_CAP + 1 at most (count_label shows "1,000+")."""
+    return _visible_pending(user).order_by()[: triage.COUNT_CAP + 1].count()
 
 
 def sees_call_and_pending_count(user, call_id: int) -> tuple[bool, int]:
-    """Whether this user may see the call, and how many calls wait for them: one query."""
-    seen = access.visible_calls(user, ToolCall.objects.filter(Q(pk=call_id) | PENDING)).aggregate(
-        this=Count("pk", filter=Q(pk=call_id)), pending=Count("pk", filter=PENDING)
-    )
-    return bool(seen["this"]), seen["pending"]
+    """Whether this user may see the call, and how many calls wait for them (to COUNT_CAP + 1): one query."""
+    calls = access.visible_calls(user, ToolCall.objects.filter(pk=call_id))
+    pending = calls.annotate(pending=_capped_count(_visible_pending(user))).values_list("pending", flat=True)
+    seen = pending.first()
+    return seen is not None, seen or 0
 
 
 # --- the triage list (approvals/triage.py says what its filters mean) ------------------------------
@@ -91,7 +111,7 @@ def _matches(user, wanted: "triage.QueueFilter") -> Q:
 
 
 def _pending_with_amount(user):
-    return access.visible_calls(user, ToolCall.objects.filter(PENDING)).annotate(amount=_amount())
+    return _visible_pending(user).annotate(amount=_amount())
 
 
 SORT_ORDER = {
@@ -124,14 +144,30 @@ def with_key_values(calls: list[ToolCall]) -> list[ToolCall]:
 
 
 def queue_facets(user, wanted: "triage.QueueFilter") -> list[dict]:
-    """Pending calls this user may see, counted per tool, tier, agent, group and amount band: all of them
-    (`total`) and those the filter keeps (`matched`). One query, whatever the size of the queue."""
-    calls = _pending_with_amount(user).annotate(band=_band(F("amount")))
-    return list(
-        calls.values("tool_name", "tier", "run__agent", "review_group__name", "band")
-        .annotate(total=Count("pk"), matched=Count("pk", filter=_matches(user, wanted)))
-        .order_by()
-    )
+    """The oldest COUNT_CAP + 1 pending calls this user may see, counted per tool, tier, agent, group and amount
+    band: all of them (`total`) and those the filter keeps (`matched`); and on every row `kept`, how many
+    pending calls the filter keeps in all, counted to COUNT_CAP + 1.
+
+    One query: the window is read in the queue's index order and stops after COUNT_CAP + 1 calls, and
+    `kept` stops after COUNT_CAP + 1 matches; the window's rows are grouped here, not in SQL."""
+    calls = _pending_with_amount(user)
+    calls = calls.annotate(band=_band(F("amount"))) if wanted.band else calls
+    keeps = _matches(user, wanted)
+    window = calls.annotate(
+        matched=Case(When(keeps, then=Value(1)), default=Value(0)) if keeps else Value(1),
+        kept=_capped_count(calls.filter(keeps)),
+    ).order_by("created_at", "id")
+    fields = ("tool_name", "tier", "run__agent", "review_group__name", "amount", "matched", "kept")
+    rows = list(window.values_list(*fields)[: triage.COUNT_CAP + 1])
+    counts: dict[tuple, list[int]] = {}
+    for *key, amount, matched, _ in rows:
+        tally = counts.setdefault((*key, triage.band_of(amount)), [0, 0])
+        tally[0], tally[1] = tally[0] + 1, tally[1] + matched
+    kept = rows[0][-1] if rows else 0
+    names = ("tool_name", "tier", "run__agent", "review_group__name", "band")
+    return [
+        dict(zip(names, key)) | {"total": total, "matched": hits, "kept": kept} for key, (total, hits) in counts.items()
+    ]
 
 
 def group_calls(user, *, tool: str, agent: str, band: str) -> list[ToolCall]:

@@ -2,9 +2,12 @@
 
 A filter is read from the query string into a QueueFilter (unknown values fall back to "all", never an
 error); approvals/selectors.py turns it into one query for the page of rows and one for the counts and
-groups, so the page costs the same number of queries at 10 or 10,000 pending calls.
+groups, so the page costs the same number of queries at 10 or 10,000 pending calls. Counts stop at
+COUNT_CAP + 1 ("1,000+"), and the filters' choices and the similar-call groups come from the oldest
+COUNT_CAP + 1 pending calls, so the counting query reads no more than that, however many wait.
 """
 
+import functools
 from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
@@ -15,6 +18,7 @@ from .tools import registry
 from .turns import TURN_TOOL
 
 PAGE_SIZE = 50
+COUNT_CAP = 1000  # pending calls are counted exactly up to here; more read as "1,000+"
 SORTS = {"oldest": "Oldest first", "deadline": "Deadline first", "amount": "Largest amount first"}
 # Amount-like key fields fall in these bands when similar calls are grouped: (slug, upper bound, label).
 BANDS = [("under-50", 50, "under $50"), ("50-500", 500, "$50 to $500"), ("over-500", None, "over $500")]
@@ -83,12 +87,18 @@ def amount_fields() -> dict[str, list[str]]:
     """Amount-like key fields (numbers in the tool's schema) of each registered tool: {field: [tool names]}."""
     fields: dict[str, list[str]] = {}
     for tool in registry.all():
-        properties = tool.args_model.model_json_schema().get("properties", {})
-        for name in tool.key_fields:
-            if _is_number(properties.get(name, {})):
-                fields.setdefault(name, []).append(tool.name)
-                break  # one amount per tool: its first numeric key field
+        name = _amount_field(tool.args_model, tuple(tool.key_fields))
+        if name:
+            fields.setdefault(name, []).append(tool.name)
     return fields
+
+
+@functools.lru_cache(maxsize=512)
+def _amount_field(args_model, key_fields: tuple[str, ...]) -> str:
+    """A tool's first numeric key field. Cached: pydantic builds a schema in about a millisecond, and every
+    queue page and push asks for every tool's."""
+    properties = args_model.model_json_schema().get("properties", {})
+    return next((name for name in key_fields if _is_number(properties.get(name, {}))), "")
 
 
 def _is_number(schema: dict) -> bool:
@@ -96,17 +106,33 @@ def _is_number(schema: dict) -> bool:
     return any(kind in ("number", "integer") for kind in kinds)
 
 
-def group_title(*, count: int, tool: str, agent: str, band: str) -> str:
-    """ "14 issue_refund calls under $50 from the support agent"."""
-    what = f"{count} {tool} call{'s' if count != 1 else ''}"
+def band_of(amount: float | None) -> str:
+    """The amount band of a call's amount-like key, as selectors._band says it in SQL."""
+    if amount is None:
+        return ""
+    return next((slug for slug, upper, _ in BANDS if upper is not None and amount < upper), BANDS[-1][0])
+
+
+def count_label(count: int) -> str:
+    """A count of pending calls as shown: "12", or "1,000+" past COUNT_CAP."""
+    return f"{COUNT_CAP:,}+" if count > COUNT_CAP else str(count)
+
+
+def group_title(*, count: int, tool: str, agent: str, band: str, more: bool = False) -> str:
+    """ "14 issue_refund calls under $50 from the support agent"; "14+ ..." when there may be more."""
+    what = f"{count}{'+' if more else ''} {tool} call{'s' if count != 1 or more else ''}"
     amount = f" {BAND_LABELS[band]}" if band in BAND_LABELS else ""
     return f"{what}{amount} from the {agent} agent"
 
 
-def summarize(facets: list[dict], wanted: QueueFilter) -> dict:
-    """From queue_facets' counts: the totals, the choices of each filter, the similar-call groups, the pages."""
-    total = sum(row["total"] for row in facets)
-    matched = sum(row["matched"] for row in facets)
+def summarize(facets: list[dict], wanted: QueueFilter, *, full_page: bool = False) -> dict:
+    """From queue_facets' counts: the totals, the choices of each filter, the similar-call groups, the pages.
+
+    Past COUNT_CAP the counts read "1,000+", the groups count among the oldest calls ("14+"), and the list
+    goes on to a next page while this one is full (`full_page`: it shows PAGE_SIZE rows)."""
+    total = sum(row["total"] for row in facets)  # at most COUNT_CAP + 1: the oldest pending calls
+    matched = facets[0]["kept"] if facets else 0
+    more = matched > COUNT_CAP
     similar: dict[tuple, int] = {}
     for row in facets:
         if row["matched"] and row["tool_name"] != TURN_TOOL:  # a model turn is decided one by one, on its card
@@ -114,14 +140,16 @@ def summarize(facets: list[dict], wanted: QueueFilter) -> dict:
             similar[key] = similar.get(key, 0) + row["matched"]
     groups = [
         {"tool": tool, "agent": agent, "band": band, "count": count,
-         "title": group_title(count=count, tool=tool, agent=agent, band=band)}
+         "title": group_title(count=count, tool=tool, agent=agent, band=band, more=total > COUNT_CAP)}
         for (tool, agent, band), count in sorted(similar.items(), key=lambda item: (-item[1], item[0]))
         if count > 1
     ]  # fmt: skip
-    pages = max(1, -(-matched // PAGE_SIZE))
+    pages = max(1, -(-min(matched, COUNT_CAP) // PAGE_SIZE), wanted.page if more else 1)
+    has_next = full_page if more else wanted.page < pages
     return {
         "total": total,
         "matched": matched,
+        "more": more,  # more pending calls match than were counted: "page 3 of 20+"
         "tools": sorted({row["tool_name"] for row in facets} | ({wanted.tool} if wanted.tool else set())),
         "tiers": [(value, label) for value, label in Tier.choices if any(r["tier"] == value for r in facets)],
         "agents": sorted({row["run__agent"] for row in facets} | ({wanted.agent} if wanted.agent else set())),
@@ -133,7 +161,7 @@ def summarize(facets: list[dict], wanted: QueueFilter) -> dict:
         "page": min(wanted.page, pages),
         "pages": pages,
         "previous": wanted.query(page=wanted.page - 1) if wanted.page > 1 else None,
-        "next": wanted.query(page=wanted.page + 1) if wanted.page < pages else None,
+        "next": wanted.query(page=wanted.page + 1) if has_next else None,
         # A new call joins this list in place only when the list is every pending call, oldest first, to the end.
-        "live_insert": not wanted.narrowed and wanted.sort == "oldest" and wanted.page >= pages,
+        "live_insert": not wanted.narrowed and wanted.sort == "oldest" and not has_next and wanted.page >= pages,
     }

@@ -168,8 +168,10 @@ TEMPLATES = [
 ]
 
 # Database: PostgreSQL through DATABASE_URL, else SQLite (WAL) in var/. Celery workers keep their
-# connection between tasks for WORKER_CONN_MAX_AGE seconds (reviewhub/celery.py); web processes do not.
+# connection between tasks for WORKER_CONN_MAX_AGE seconds (reviewhub/celery.py); web processes do not,
+# except the thread that works out the live pushes (approvals/fanout.py), for PUSH_CONN_MAX_AGE seconds.
 WORKER_CONN_MAX_AGE = env_int("WORKER_CONN_MAX_AGE", 300)
+PUSH_CONN_MAX_AGE = env_int("PUSH_CONN_MAX_AGE", 300)
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
@@ -248,7 +250,14 @@ SWEEP_MAX_ATTEMPTS = env_int("SWEEP_MAX_ATTEMPTS", 5)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("BROKER_VISIBILITY_TIMEOUT", 600)}
 # Reviewers who chose an email digest get one this often, when something new waits for them.
 NOTIFY_DIGEST_MINUTES = env_int("NOTIFY_DIGEST_MINUTES", 15)
+# How often the heads of the run chains that changed are anchored into the global audit chain (docs/audit.md).
+AUDIT_ANCHOR_SECONDS = env_int("AUDIT_ANCHOR_SECONDS", 60)
 CELERY_BEAT_SCHEDULE = {
+    "anchor-audit-heads": {
+        "task": "agents.tasks.anchor_audit",
+        "schedule": float(AUDIT_ANCHOR_SECONDS),
+        "options": {"expires": float(AUDIT_ANCHOR_SECONDS)},  # the next pass anchors what this one would have
+    },
     "expire-overdue-calls": {"task": "agents.tasks.expire_overdue", "schedule": 30.0},
     "webhook-deliveries-due": {"task": "remote.tasks.deliver_due", "schedule": 60.0},
     "email-digests": {"task": "ops.tasks.email_digests", "schedule": 60.0 * NOTIFY_DIGEST_MINUTES},

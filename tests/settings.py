@@ -25,6 +25,10 @@ def reachable(host: str, port: int) -> bool:
         return False
 
 
+# A push thread that kept its connection would keep the test database from being dropped at the end;
+# tests/test_live_fanout.py turns the reuse on for its test of it, and closes the connection.
+PUSH_CONN_MAX_AGE = 0
+
 TEST_DB_NAME = os.environ.get("REVIEWHUB_TEST_DB", "reviewhub")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL)}

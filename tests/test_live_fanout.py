@@ -34,3 +34,36 @@ def test_who_sees_a_call_depends_on_groups_and_permissions_not_on_who_one_is(cal
     assert fanout._permission_group(reviewer) == fanout._permission_group(requester)
     seen_by = [set(access.visible_calls(user).values_list("pk", flat=True)) for user in (reviewer, requester)]
     assert seen_by[0] == seen_by[1] == {call.pk}  # requester requested the run; the rule for deciding is can_decide's
+
+
+@pytest.mark.django_db(transaction=True)
+def test_push_jobs_keep_one_database_connection_and_replace_a_broken_one(call, reviewer, settings):
+    import threading
+
+    from asgiref.sync import async_to_sync
+    from django.db import connection
+    from django.db.backends.signals import connection_created
+
+    settings.PUSH_CONN_MAX_AGE = 300
+    opened = []
+
+    def created(sender, connection, **kwargs):
+        if threading.current_thread().name.startswith("live-push"):
+            opened.append(connection)
+
+    connection_created.connect(created, weak=False, dispatch_uid="push-test")
+    try:
+        for _ in range(3):
+            assert reviewer.pk in async_to_sync(fanout._run_job)(call.pk, [reviewer.pk])
+        assert len(opened) == 1  # one connection for three pushes (with a web process's CONN_MAX_AGE 0: three)
+
+        with connection.cursor() as cursor:  # the database drops the push thread's connection
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        assert reviewer.pk in async_to_sync(fanout._run_job)(call.pk, [reviewer.pk])
+        assert len(opened) == 2  # checked before reuse, and replaced
+    finally:
+        connection_created.disconnect(dispatch_uid="push-test")
+        fanout.close_push_connection()

@@ -42,6 +42,7 @@ class AuditEvent(models.Model):
         ESCALATED = "escalated"
         RETURNED = "returned"
         UNREPORTED = "unreported"
+        ANCHOR = "anchor"  # the heads of the run chains that changed, written into the global chain
 
     run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events")
     tool_call = models.ForeignKey(
@@ -81,7 +82,20 @@ class AuditEvent(models.Model):
 
 
 class AuditHead(models.Model):
-    """The last hash of one chain (a run's, or the global one); locked to append to that chain in order."""
+    """The last hash of one chain (a run's, or the global one); locked to append to that chain in order.
+
+    `seq` counts the chain's events; `anchored` says whether the chain was anchored as it is now
+    (approvals/anchors.py): a small partial index finds the chains that changed since. Appending sets it
+    to false, which changes the indexed value only on the first append after an anchor, so the other
+    appends stay HOT updates (no new index entries).
+    """
 
     last_hash = models.CharField(max_length=64, default=GENESIS_HASH)
     chain = models.PositiveBigIntegerField(default=GLOBAL_CHAIN, unique=True)
+    seq = models.PositiveBigIntegerField(default=0)
+    anchored = models.BooleanField(default=False)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["chain"], condition=Q(anchored=False), name="audithead_unanchored"),
+        ]

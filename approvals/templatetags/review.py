@@ -5,7 +5,7 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from approvals import text
+from approvals import text, triage
 from approvals.text import duration_text
 
 register = template.Library()
@@ -36,6 +36,12 @@ def visible(value) -> str:
     """Plain text with invisible and bidirectional characters written as [U+202E]: for a <title>, an
     attribute or SVG text, where reveal's markup cannot go (the template still escapes the result)."""
     return text.visible(value)
+
+
+@register.filter
+def count_label(count) -> str:
+    """A count of pending calls: "12", or "1,000+" past triage.COUNT_CAP."""
+    return triage.count_label(int(count or 0))
 
 
 @register.filter

@@ -19,9 +19,10 @@ def queue(request: HttpRequest) -> HttpResponse:
     if request.htmx and request.GET.get("fragment") == "count":
         return render(request, "approvals/partials/queue_count.html")  # the count comes from the context processor
     wanted = triage.queue_filter(request.GET)
-    summary = triage.summarize(queue_facets(request.user, wanted), wanted)
+    calls = queue_rows(request.user, wanted)
+    summary = triage.summarize(queue_facets(request.user, wanted), wanted, full_page=len(calls) == triage.PAGE_SIZE)
     context = {
-        "calls": queue_rows(request.user, wanted),
+        "calls": calls,
         "wanted": wanted,
         "summary": summary,
         "sorts": triage.SORTS,

@@ -89,7 +89,7 @@
 
   function shown(change) { // the number of calls the list says it shows
     var count = document.getElementById("queue-shown");
-    if (!count) return;
+    if (!count || count.dataset.more) return; // "1,000+": counted no further, so not counted on here either
     var n = Math.max(0, parseInt(count.dataset.count || "0", 10) + change);
     count.dataset.count = n;
     count.textContent = n;
@@ -168,7 +168,7 @@
     var badge = document.getElementById("queue-count");
     if (!badge) return;
     var count = parseInt(badge.dataset.count || "0", 10);
-    document.title = (count > 0 ? "(" + count + ") " : "") + baseTitle;
+    document.title = (count > 0 ? "(" + badge.textContent.trim() + ") " : "") + baseTitle; // "1,000+" past the cap
   }
 
   function notify(note) {

@@ -7,8 +7,8 @@ from approvals import audit
 
 class Command(BaseCommand):
     help = (
-        "Walk the audit trail from its first event, check every hash and link and the head, "
-        "and name the first event that does not match. Exits with status 1 if the chain is broken."
+        "Walk the audit trail from its first event, check every hash and link, the heads and the anchored heads, "
+        "and name the first event (or run) that does not match. Exits with status 1 if the chain is broken."
     )
 
     def add_arguments(self, parser):
@@ -27,6 +27,10 @@ class Command(BaseCommand):
             where = f" (event {check.broken_at})" if check.broken_at is not None else ""
             raise CommandError(f"Audit trail BROKEN{where} after {check.count:,} good events: {check.problem}")
         self.stdout.write(
-            self.style.SUCCESS(f"Audit trail intact: {check.count:,} events verified in {seconds:.1f} s.")
+            self.style.SUCCESS(
+                f"Audit trail intact: {check.count:,} events verified in {seconds:.1f} s,"
+                f" with {check.anchored:,} anchored heads."
+            )
             + f"\nHead hash (write it down to anchor this state): {check.head}"
+            + f"\nGlobal chain head (it vouches for every anchored run before it): {audit.head_hash()}"
         )

@@ -10,6 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from agents import model_server, services
+from approvals import anchors
 from approvals import services as approvals_services
 from approvals.models import Run
 from shop import agents, demo_data
@@ -21,10 +22,15 @@ def _port_free(port: int) -> bool:
 
 
 def _periodic_loop() -> None:
-    """What Celery beat does in production: deadlines, and the sweep that takes stuck runs further."""
+    """What Celery beat does in production: deadlines, the sweep that takes stuck runs further, the audit anchors."""
+    passes = (
+        ("expiry", approvals_services.deadlines_apply),
+        ("sweep", approvals_services.sweep_apply),
+        ("audit anchor", anchors.anchor_heads),
+    )
     while True:
         time.sleep(settings.SWEEP_INTERVAL_SECONDS)
-        for name, apply in (("expiry", approvals_services.deadlines_apply), ("sweep", approvals_services.sweep_apply)):
+        for name, apply in passes:
             try:
                 apply()
             except Exception as exc:  # keep the loop alive; the next pass retries
