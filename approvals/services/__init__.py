@@ -28,6 +28,7 @@ from .errors import (
 from .execution import EXECUTABLE, toolcall_claim, toolcall_execute
 from .gate import ProposedCall, step_record
 from .previews import toolcall_edit_changes, toolcall_preview
+from .questions import AnswerRefused, toolcall_answer
 from .runs import (
     request_resume,
     run_begin_turn,
@@ -45,6 +46,7 @@ from .undo import toolcall_undo
 
 __all__ = [
     "AlreadyDecided",
+    "AnswerRefused",
     "EXECUTABLE",
     "DecisionError",
     "EditInvalid",
@@ -73,6 +75,7 @@ __all__ = [
     "stuck_runs",
     "sweep_apply",
     "tool_for",
+    "toolcall_answer",
     "toolcall_approve_many",
     "toolcall_claim",
     "toolcall_decide",
