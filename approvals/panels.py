@@ -30,7 +30,10 @@ def question_context(call: ToolCall, values: dict | None = None, errors: dict | 
     """A tool's question: the form generated from its schema (with what was posted and its errors), the payload."""
     if call.kind != ToolCall.Kind.QUESTION:
         return {}
-    return {"answer_fields": answer_fields(call.question, values, errors), "payload": payload_table(call.question)}
+    fields = answer_fields(call.question, values, errors)
+    names = {field.name for field in fields} | {"reason"}
+    other = [message for name, messages in (errors or {}).items() if name not in names for message in messages]
+    return {"answer_fields": fields, "answer_errors": other, "payload": payload_table(call.question)}
 
 
 def viewer_key(user, context: dict) -> str:

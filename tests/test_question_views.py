@@ -1,0 +1,83 @@
+"""The question card: the prompt, the payload, the form generated from the schema; answering and declining."""
+
+import html
+
+import pytest
+from django.urls import reverse
+
+from approvals.models import ToolCall
+
+from .reviewing import call_url, post
+
+pytestmark = pytest.mark.django_db
+
+WHICH = "I'm dana.smith@example.com, my item arrived broken, please refund it."
+
+
+@pytest.fixture
+def question(make_run) -> ToolCall:
+    return make_run(WHICH).tool_calls.get(tool_name="choose_order")
+
+
+def answer(client, call, htmx=True, **data):
+    data.setdefault("arguments_hash", call.review_hash)
+    headers = {"HX-Request": "true"} if htmx else {}
+    return client.post(reverse("approvals:call_answer", args=[call.pk]), data, headers=headers)
+
+
+def test_the_card_shows_the_prompt_the_orders_and_a_choice_labelled_from_the_payload(client, reviewer, question):
+    client.force_login(reviewer)
+    page = html.unescape(client.get(call_url(question)).text)
+    assert "Question: Which of Dana Smith's orders is the request about?" in page
+    assert '<table class="payload">' in page and "Ceramic teapot (1)" in page and "$23.00" in page
+    assert 'type="radio" name="answer_order_id" value="A-1005"' in page
+    assert "A-1005 · " in page and "Tea sampler (1)" in page
+    assert reverse("approvals:call_approve", args=[question.pk]) not in page and ">Decline</button>" in page
+
+
+def test_the_queue_row_says_question_and_its_prompt(client, reviewer, question):
+    client.force_login(reviewer)
+    page = html.unescape(client.get(reverse("approvals:queue")).text)
+    assert "Question: Which of Dana Smith's orders is the request about?" in page
+
+
+def test_a_wrong_answer_is_shown_on_its_field_and_changes_nothing(client, reviewer, question):
+    client.force_login(reviewer)
+    response = answer(client, question, answer_order_id="A-1002")
+    assert response.status_code == 400
+    assert '<fieldset class="field invalid">' in response.text and "Choose one of the options." in response.text
+    response = answer(client, question)
+    assert response.status_code == 400 and "This field is required." in response.text
+    question.refresh_from_db()
+    assert question.is_pending and not question.decisions.exists()
+
+
+def test_an_answer_settles_the_question_and_the_card_says_by_whom(client, reviewer, question):
+    client.force_login(reviewer)
+    response = answer(client, question, answer_order_id="A-1005")
+    assert response.status_code == 200 and "queueChanged" in response.headers["HX-Trigger"]
+    assert "Answered by <strong>alice</strong>" in response.text
+    question.refresh_from_db()
+    assert question.status == ToolCall.Status.EXECUTED and "A-1005" in question.output
+
+
+def test_without_javascript_an_answer_goes_back_to_the_queue(client, reviewer, question):
+    client.force_login(reviewer)
+    response = answer(client, question, htmx=False, answer_order_id="A-1001")
+    assert response.status_code == 302 and response["Location"] == reverse("approvals:queue")
+
+
+def test_a_stale_question_is_refused(client, reviewer, question):
+    client.force_login(reviewer)
+    response = answer(client, question, arguments_hash=question.arguments_hash, answer_order_id="A-1001")
+    assert response.status_code == 409
+    question.refresh_from_db()
+    assert question.is_pending
+
+
+def test_declining_needs_a_reason_which_the_model_reads(client, reviewer, question):
+    client.force_login(reviewer)
+    assert post(client, question, "reject", htmx=True, reason="").status_code == 400
+    assert post(client, question, "reject", htmx=True, reason="Ask the customer.").status_code == 200
+    question.refresh_from_db()
+    assert question.output == "Declined by reviewer (no answer): Ask the customer."
