@@ -116,6 +116,7 @@ SUPPORT = Agent(
         "Email Dana that her replacement has shipped.",
         "Check the status of order A-1002 and refund $35 for the missing item.",
         "Cancel order A-1004.",
+        "I'm dana.smith@example.com, my item arrived broken, please refund it.",
     ),
 )
 
