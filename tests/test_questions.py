@@ -155,16 +155,19 @@ def asking_tools(monkeypatch):
 
 def test_an_approved_call_that_asks_while_it_runs_waits_as_a_question_in_a_new_round(run, reviewer, asking_tools):
     call = propose(run, "confirm_shipping", {"order_id": "A-1001"})
-    decide(call, reviewer, "approve")
+    decide(call, reviewer, "edit", arguments={"order_id": "A-1005"})
     services.toolcall_execute(call=call)
     call.refresh_from_db()
     assert (call.kind, call.status, call.review_round) == (ToolCall.Kind.QUESTION, ToolCall.Status.PENDING, 2)
-    assert call.question["prompt"] == "Send A-1001 by express?" and call.expires_at is not None
+    assert call.question["prompt"] == "Send A-1005 by express?" and call.expires_at is not None
     assert AuditEvent.objects.filter(tool_call=call, kind=AuditEvent.Kind.PROPOSED).count() == 2
     services.toolcall_execute(call=call)  # a stray execution runs nothing
     answer(call, reviewer, True)  # the reviewer who approved the call may answer its question
     call.refresh_from_db()
-    assert call.status == ToolCall.Status.EXECUTED and outputs_of(call) == ['{"answer": true}']
+    assert call.status == ToolCall.Status.EXECUTED
+    (output,) = outputs_of(call)
+    assert output.startswith("A human reviewer edited this call before it ran: changed order_id from 'A-1001'")
+    assert output.endswith('\nResult: {"answer": true}')
 
 
 def test_a_question_nobody_can_answer_fails_the_call_with_the_reason(run, asking_tools):

@@ -16,6 +16,7 @@ from .. import audit, live
 from ..hashing import args_hash
 from ..models import AuditEvent, Decision, ToolCall, ToolSetting
 from ..questions import AnswerInvalid, question_problem, validated_answer
+from ..text import edit_summary
 from ..tools import ArgumentsInvalid, Ask, answer_json, registry
 from .deadlines import set_deadline
 from .decisions import UNCLAIM, _locked_pending
@@ -97,7 +98,10 @@ def answer_output(call: ToolCall, answer) -> str:
         args = tool.parse(call.review_arguments)
     except ArgumentsInvalid:
         args = None
-    return tool.answer_output(args, answer)
+    output = tool.answer_output(args, answer)
+    if call.arguments is not None and call.approved_arguments not in (None, call.arguments):
+        output = f"{edit_summary(call.arguments, call.approved_arguments)}\nResult: {output}"  # as execution says
+    return output
 
 
 def _store(call: ToolCall, reviewer: AbstractBaseUser, answer) -> Decision:
