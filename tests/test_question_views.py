@@ -81,3 +81,11 @@ def test_declining_needs_a_reason_which_the_model_reads(client, reviewer, questi
     assert post(client, question, "reject", htmx=True, reason="Ask the customer.").status_code == 200
     question.refresh_from_db()
     assert question.output == "Declined by reviewer (no answer): Ask the customer."
+
+
+def test_the_run_page_shows_the_question_and_after_it_the_answer(client, reviewer, question):
+    client.force_login(reviewer)
+    url = reverse("approvals:run", args=[question.run_id])
+    assert "Question: Which of Dana Smith's orders is the request about?" in html.unescape(client.get(url).text)
+    answer(client, question, answer_order_id="A-1005")
+    assert '{"order_id": "A-1005", "chosen_by": "a reviewer"}' in html.unescape(client.get(url).text)
