@@ -28,7 +28,7 @@ from .errors import (
 from .execution import EXECUTABLE, toolcall_claim, toolcall_execute
 from .gate import ProposedCall, step_record
 from .previews import toolcall_edit_changes, toolcall_preview
-from .questions import AnswerRefused, toolcall_answer
+from .questions import AnswerRefused, question_from_agent, toolcall_answer
 from .runs import (
     request_resume,
     run_begin_turn,
@@ -75,6 +75,7 @@ __all__ = [
     "stuck_runs",
     "sweep_apply",
     "tool_for",
+    "question_from_agent",
     "toolcall_answer",
     "toolcall_approve_many",
     "toolcall_claim",

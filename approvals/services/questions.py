@@ -89,6 +89,20 @@ def question_from_execution(call: ToolCall, ask: Ask) -> str:
     return ""
 
 
+@transaction.atomic
+def question_from_agent(*, call: ToolCall, question: dict) -> None:
+    """A remote agent's tool asks (its proposal carries a question): the call, as the gate stored it, waits
+    as a question whatever its tier. The agent reads the answer in the decision and never executes the call."""
+    problem = _pend(call, Ask(question.get("prompt", ""), question.get("schema"), question.get("payload")))
+    if problem:
+        raise AnswerRefused({"question": [problem]})
+    fields = {"kind": call.kind, "question": call.question, "status": call.status, "required_approvals": 1}
+    fields |= {"expires_at": call.expires_at, "warn_at": call.warn_at, "warned_at": None}
+    ToolCall.objects.filter(pk=call.pk).update(**fields)
+    audit.record(AuditEvent.Kind.PROPOSED, tool_call=call, payload=_asked(call))
+    live.call_changed(call.pk)
+
+
 def answer_output(call: ToolCall, answer) -> str:
     """How the answer reads to the model: the tool's own wording (Tool.answered), else the answer as JSON."""
     tool = registry.for_call(call)
