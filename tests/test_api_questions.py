@@ -2,6 +2,7 @@
 answer comes back in the decision, and the agent never gets an execution key for it."""
 
 import pytest
+from django.urls import reverse
 
 from approvals import services
 from approvals.models import AuditEvent, ToolCall
@@ -51,3 +52,11 @@ def test_a_question_nobody_could_answer_is_refused_and_nothing_is_stored(agent):
     assert response.status_code == 422
     assert list(response.json()["errors"]) == ["question"]
     assert not ToolCall.objects.exists()
+
+
+def test_the_card_shows_the_agents_payload_as_the_agents(agent, reviewer, client):
+    call = ToolCall.objects.get(pk=ask(agent).json()["id"])
+    client.force_login(reviewer)
+    page = client.get(reverse("approvals:call", args=[call.pk])).text
+    assert "from the agent's code, not checked by ReviewHub" in page
+    assert 'name="answer_order_id" value="A-1005"' in page
