@@ -1,5 +1,6 @@
 """Tools that ask a person: the question pends, the answer is the tool's output once, the run goes on with it."""
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -176,3 +177,14 @@ def test_a_question_nobody_can_answer_fails_the_call_with_the_reason(run, asking
     call = run.tool_calls.get()
     assert (call.kind, call.status) == (ToolCall.Kind.CALL, ToolCall.Status.FAILED)
     assert call.output.startswith("Error: lookup_confused asked a question nobody can answer: its answer schema is")
+
+
+def test_a_read_only_call_run_after_the_step_asks_in_its_first_round(run, reviewer, asking_tools, monkeypatch):
+    read_only = replace(ASKING["confirm_shipping"], tier=Tier.READ_ONLY)
+    monkeypatch.setitem(registry._tools, read_only.name, read_only)
+    call = propose(run, "confirm_shipping", {"order_id": "A-1001"})  # approved by policy, run after the commit
+    services.toolcall_execute(call=call)
+    call.refresh_from_db()
+    assert (call.kind, call.status, call.review_round) == (ToolCall.Kind.QUESTION, ToolCall.Status.PENDING, 1)
+    answer(call, reviewer, False)
+    assert outputs_of(call) == ['{"answer": false}']

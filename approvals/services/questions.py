@@ -64,12 +64,13 @@ def question_from_gate(item: Gated, ask: Ask) -> str:
 
 @transaction.atomic
 def question_from_execution(call: ToolCall, ask: Ask) -> str:
-    """An approved call asked while it ran: back to pending, as a question, in a new review round (its
-    approval settled the round before). "" when it waits, else the error it fails with."""
+    """An approved call asked while it ran: back to pending, as a question, in a new review round when a
+    reviewer's approval settled the one before. "" when it waits, else the error it fails with."""
     problem = _pend(call, ask)
     if problem:
         return problem
-    call.review_round += 1
+    if call.decisions.filter(round=call.review_round, final=True).exists():
+        call.review_round += 1
     fields = {
         "kind": call.kind,
         "question": call.question,
