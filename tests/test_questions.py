@@ -188,3 +188,14 @@ def test_a_read_only_call_run_after_the_step_asks_in_its_first_round(run, review
     assert (call.kind, call.status, call.review_round) == (ToolCall.Kind.QUESTION, ToolCall.Status.PENDING, 1)
     answer(call, reviewer, False)
     assert outputs_of(call) == ['{"answer": false}']
+
+
+def test_a_question_asked_and_its_answer_are_pushed_live(make_run, reviewer, monkeypatch):
+    from approvals import live
+
+    pushed = []
+    monkeypatch.setattr(live, "call_changed", pushed.append)
+    question = make_run(WHICH).tool_calls.get(tool_name="choose_order")
+    assert pushed == [question.pk]  # asked: the queues get the new question
+    answer(question, reviewer, {"order_id": "A-1001"})
+    assert pushed == [question.pk, question.pk]  # answered: the card says so everywhere
