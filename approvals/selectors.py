@@ -127,7 +127,7 @@ def queue_facets(user, wanted: "triage.QueueFilter") -> list[dict]:
     (`total`) and those the filter keeps (`matched`). One query, whatever the size of the queue."""
     calls = _pending_with_amount(user).annotate(band=_band(F("amount")))
     return list(
-        calls.values("tool_name", "tier", "run__agent", "review_group__name", "band")
+        calls.values("tool_name", "tier", "run__agent", "review_group__name", "band", "kind")
         .annotate(total=Count("pk"), matched=Count("pk", filter=_matches(user, wanted)))
         .order_by()
     )
@@ -136,6 +136,6 @@ def queue_facets(user, wanted: "triage.QueueFilter") -> list[dict]:
 def group_calls(user, *, tool: str, agent: str, band: str) -> list[ToolCall]:
     """The pending calls of one group of similar calls that this user may decide now, oldest first."""
     calls = _pending_with_amount(user).annotate(band=_band(F("amount")))
-    calls = calls.filter(_decidable(user), tool_name=tool, run__agent=agent, band=band)
+    calls = calls.filter(_decidable(user), tool_name=tool, run__agent=agent, band=band, kind=ToolCall.Kind.CALL)
     rows = calls.select_related("run", "review_group", "reviewing_by").only(*ROW_FIELDS)
     return with_key_values(list(rows.order_by("created_at", "id")[: triage.GROUP_LIMIT]))

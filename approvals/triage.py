@@ -108,7 +108,7 @@ def summarize(facets: list[dict], wanted: QueueFilter) -> dict:
     matched = sum(row["matched"] for row in facets)
     similar: dict[tuple, int] = {}
     for row in facets:
-        if row["matched"]:
+        if row["matched"] and row.get("kind", "call") == "call":  # a question, a turn... is decided on its own
             key = (row["tool_name"], row["run__agent"], row["band"])
             similar[key] = similar.get(key, 0) + row["matched"]
     groups = [

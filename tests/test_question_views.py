@@ -89,3 +89,13 @@ def test_the_run_page_shows_the_question_and_after_it_the_answer(client, reviewe
     assert "Question: Which of Dana Smith's orders is the request about?" in html.unescape(client.get(url).text)
     answer(client, question, answer_order_id="A-1005")
     assert '{"order_id": "A-1005", "chosen_by": "a reviewer"}' in html.unescape(client.get(url).text)
+
+
+def test_questions_are_not_grouped_for_a_batch_approval(client, reviewer, make_run):
+    first, second = (make_run(WHICH).tool_calls.get(tool_name="choose_order") for _ in range(2))
+    client.force_login(reviewer)
+    page = html.unescape(client.get(reverse("approvals:queue")).text)
+    assert page.count("Question: Which of Dana Smith's orders is the request about?") == 2
+    assert "2 choose_order calls" not in page
+    group = reverse("approvals:queue_group") + "?tool=choose_order&agent=support&band=none"
+    assert f"row-{first.pk}" not in client.get(group).text
