@@ -5,6 +5,7 @@ import html
 import pytest
 from django.urls import reverse
 
+from approvals import services
 from approvals.models import ToolCall
 
 from .reviewing import call_url, post
@@ -99,3 +100,14 @@ def test_questions_are_not_grouped_for_a_batch_approval(client, reviewer, make_r
     assert "2 choose_order calls" not in page
     group = reverse("approvals:queue_group") + "?tool=choose_order&agent=support&band=none"
     assert f"row-{first.pk}" not in client.get(group).text
+
+
+def test_the_auditor_reads_the_question_and_its_answer_in_the_calls_chain(client, auditor, reviewer, question):
+    services.toolcall_answer(
+        call_id=question.pk, reviewer=reviewer, shown_hash=question.review_hash, answer={"order_id": "A-1005"}
+    )
+    client.force_login(auditor)
+    page = html.unescape(client.get(reverse("admin:approvals_toolcall_change", args=[question.pk])).text)
+    assert "✓ Every event below matches its hash and follows a stored event." in page
+    asked, answered = page.index("The tool asked a person"), page.index("Answered by <strong>alice</strong>")
+    assert asked < answered and '"order_id": "A-1005"' in page[answered:]
