@@ -46,6 +46,10 @@ def test_a_question_reaches_both_reviewers_live_and_one_answer_settles_it(
 
     expect(b.locator(f"#detail #call-{question.pk}")).to_contain_text("Answered by alice", timeout=PUSHED)
     assert b.evaluate("window.notReloaded")
+    b_card = b.locator(f"#detail #call-{question.pk}")
+    expect(b_card.locator("button[data-key=a]")).to_be_disabled()  # B's choice kept the card, its form off
+    b_card.locator("button[data-key=a]").evaluate("button => { button.disabled = false; button.click(); }")
+    expect(b_card.locator(".error")).to_contain_text("Already answered by alice")  # B's click raced the push
     assert list(Decision.objects.filter(tool_call=question).values_list("arguments", flat=True)) == [
         {"order_id": "A-1005"}
     ]

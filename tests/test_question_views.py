@@ -111,3 +111,14 @@ def test_the_auditor_reads_the_question_and_its_answer_in_the_calls_chain(client
     assert "✓ Every event below matches its hash and follows a stored event." in page
     asked, answered = page.index("The tool asked a person"), page.index("Answered by <strong>alice</strong>")
     assert asked < answered and '"order_id": "A-1005"' in page[answered:]
+
+
+def test_an_answer_to_a_question_already_answered_says_by_whom_whatever_was_posted(
+    client, reviewer, reviewer2, question
+):
+    services.toolcall_answer(
+        call_id=question.pk, reviewer=reviewer2, shown_hash=question.review_hash, answer={"order_id": "A-1001"}
+    )
+    client.force_login(reviewer)
+    response = answer(client, question)  # nothing chosen: the form was disabled when the answer arrived
+    assert response.status_code == 409 and "Already answered by bob" in response.text

@@ -20,7 +20,9 @@ def call_answer(request: HttpRequest, pk: int) -> HttpResponse:
         try:
             answer = parse_answer(call.question, request.POST)
         except AnswerInvalid as exc:
-            raise services.AnswerRefused(exc.errors)
+            if call.is_pending:  # else the service says who decided it, which matters more
+                raise services.AnswerRefused(exc.errors)
+            answer = None
         shown = request.POST.get("arguments_hash", "")
         services.toolcall_answer(call_id=call.pk, reviewer=request.user, shown_hash=shown, answer=answer)
     except services.DecisionError as exc:
