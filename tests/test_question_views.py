@@ -79,7 +79,8 @@ def test_a_stale_question_is_refused(client, reviewer, question):
 def test_declining_needs_a_reason_which_the_model_reads(client, reviewer, question):
     client.force_login(reviewer)
     assert post(client, question, "reject", htmx=True, reason="").status_code == 400
-    assert post(client, question, "reject", htmx=True, reason="Ask the customer.").status_code == 200
+    response = post(client, question, "reject", htmx=True, reason="Ask the customer.")
+    assert response.status_code == 200 and "Declined by <strong>alice</strong>" in response.text
     question.refresh_from_db()
     assert question.output == "Declined by reviewer (no answer): Ask the customer."
 
