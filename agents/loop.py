@@ -89,6 +89,9 @@ def _advance(run_id: int, *, only: str | None) -> str | None:
             return TURN
         if not owned and not _begin_turn(run):
             return  # another worker is taking this turn
+        messages = services.turn_review(run=run, transcript=messages, claimed_by_step=owned)  # a rule may hold it
+        if messages is None:
+            return  # held, or a reviewer wrote the reply
         owned = _take_turn(run, messages)
         if owned is None:
             return

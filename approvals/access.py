@@ -57,6 +57,9 @@ can_undo() read only the pause's `run`, `review_group`, `tool_name` and, to
 decide, `is_pending`, `review_round` and `decisions`; visible_calls() and
 readable_calls() filter any queryset on `review_group` and `run__requested_by`.
 Another kind of pause with those fields is judged by the same rules.
+
+A revision's card shows the round before it (approvals/revisions.py) only where everyone who
+may see the card may see that call too (shown_on_card_of): the same run, no group or the same.
 """
 
 import hmac
@@ -172,6 +175,12 @@ def can_decide(user, call: ToolCall) -> tuple[bool, str]:
     if call.is_pending and any(d.round == call.review_round and d.reviewer_id == user.pk for d in call.decisions.all()):
         return False, "You already approved this call; it needs the approval of another reviewer."
     return True, ""
+
+
+def shown_on_card_of(call: ToolCall, other: ToolCall) -> bool:
+    """Whether another call may be shown on this call's card (a revision shows the round before it), to whoever
+    sees this card: a call of the same run that everyone who may see this call may see (no group, or the same)."""
+    return other.run_id == call.run_id and other.review_group_id in (None, call.review_group_id)
 
 
 def chat_decisions_allowed(call: ToolCall) -> tuple[bool, str]:

@@ -24,6 +24,7 @@ from . import (
     export,
     rules_admin,  # noqa: F401  (policy rules, tool settings, shadow results)
     search,
+    turns_admin,  # noqa: F401  (turn rules and what shadow turn rules would have paused)
 )
 from .admin_filters import (
     ActorFilter,
@@ -221,13 +222,17 @@ class DecisionAdmin(RecordAdmin):
         "reason_shown",
         "guidance_shown",
         "final",
-        "round",
+        "review_round",
         "created_at",
     ]
     readonly_fields = fields
     arguments_shown = revealed("arguments", "arguments", _pretty)
     reason_shown = revealed("reason", "reason", _text)
     guidance_shown = revealed("guidance", "guidance", _text)
+
+    @admin.display(description="review round (a re-review after a return to the queue)")
+    def review_round(self, decision):
+        return decision.round
 
     def get_search_results(self, request, queryset, search_term):
         return queryset.filter(search.by_call(search_term, run_field="tool_call__run")), False

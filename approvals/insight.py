@@ -10,7 +10,9 @@
   proposal where they left no such event (an upper bound on the time they had);
   under FAST_APPROVAL they cannot have read the facts;
 - shadow rules: how often each rule in shadow mode agreed with people's decisions
-  on the calls proposed in the window.
+  on the calls proposed in the window;
+- revision rounds: per tool, how many proposals needed a second round or more
+  (approvals/revisions.py).
 
 Every query filters on an indexed date column, so the cost follows the window
 (30 days by default), not the size of the record.
@@ -38,7 +40,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 
-from . import charts
+from . import charts, revisions
 from .models import AuditEvent, Decision, ShadowResult, ToolCall
 from .tools import registry
 
@@ -355,6 +357,7 @@ class Report:
     decision_times: list[DecisionTime]
     reviewers: list[ReviewerLoad]
     shadow_rules: list[ShadowAgreement]
+    rounds: list[revisions.ToolRounds]
 
     @property
     def outcome_labels(self) -> tuple:
@@ -391,4 +394,5 @@ def _seconds(delta: timedelta | None) -> float:
 
 
 def report(window: Window) -> Report:
-    return Report(window, outcomes(window), decision_times(window), reviewer_load(window), shadow_agreement(window))
+    parts = outcomes(window), decision_times(window), reviewer_load(window), shadow_agreement(window)
+    return Report(window, *parts, revisions.rounds_per_tool(_calls(window)))

@@ -12,6 +12,7 @@ from django.http import QueryDict
 
 from .models import Tier
 from .tools import registry
+from .turns import TURN_TOOL
 
 PAGE_SIZE = 50
 SORTS = {"oldest": "Oldest first", "deadline": "Deadline first", "amount": "Largest amount first"}
@@ -108,7 +109,7 @@ def summarize(facets: list[dict], wanted: QueueFilter) -> dict:
     matched = sum(row["matched"] for row in facets)
     similar: dict[tuple, int] = {}
     for row in facets:
-        if row["matched"] and row.get("kind", "call") == "call":  # a question, a turn... is decided on its own
+        if row["matched"] and row["tool_name"] != TURN_TOOL and row.get("kind", "call") == "call":  # one by one
             key = (row["tool_name"], row["run__agent"], row["band"])
             similar[key] = similar.get(key, 0) + row["matched"]
     groups = [

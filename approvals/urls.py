@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import calls, insight, questions, queue, runs
+from .views import calls, insight, questions, queue, runs, turns
 
 app_name = "approvals"
 
@@ -18,6 +18,7 @@ urlpatterns = [
     path("calls/<int:pk>/answer/", questions.call_answer, name="call_answer"),
     path("calls/<int:pk>/claim/", calls.call_claim, name="call_claim"),
     path("calls/<int:pk>/release/", calls.call_release, name="call_release"),
+    path("calls/<int:pk>/turn/", turns.turn_decide, name="turn_decide"),
     path("runs/<int:pk>/", runs.run_detail, name="run"),
     path("runs/<int:pk>/retry/", runs.run_retry, name="run_retry"),
     path("runs/<int:pk>/cancel/", runs.run_cancel, name="run_cancel"),

@@ -59,7 +59,7 @@ async def _facts(runtime: Runtime, entry: services.Entry, arguments: dict) -> di
         return {}
     shared = {name: arguments[name] for name in entry.facts_arguments if name in arguments}
     try:
-        result = await runtime.upstreams.call(entry.upstream, entry.facts_tool, shared)
+        result = await runtime.upstreams.call(entry.upstream, entry.facts_tool, shared, read_only=True)
     except Exception as exc:
         return {entry.facts_tool: f"could not be fetched: {exc}"}
     return {entry.facts_tool: text_of(result)}

@@ -80,7 +80,7 @@ async def _call_tool(ctx, params: types.CallToolRequestParams) -> types.CallTool
         return error_result(f"There is no tool named {params.name!r}. Nothing was done.")
     arguments = params.arguments or {}
     if entry.tier == Tier.READ_ONLY:
-        return await runtime.upstreams.call(entry.upstream, entry.name, arguments)
+        return await runtime.upstreams.call(entry.upstream, entry.name, arguments, read_only=True)
     return await call_reviewed(ctx, runtime, entry, arguments)
 
 

@@ -4,9 +4,10 @@ and kept open (a read-only call then costs one round trip), a command over stdio
 import logging
 import os
 import shlex
-from contextlib import AsyncExitStack
+import time
 from dataclasses import dataclass
 
+import anyio
 import mcp.types as types
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -30,50 +31,115 @@ def client_for(spec: UpstreamSpec) -> Client:
     return Client(spec.url)
 
 
+class _Held:
+    """One upstream's client, held open by a task of the gateway's own (the SDK's client must be closed by the task
+    that opened it); it ends when asked to, or when the connection breaks."""
+
+    def __init__(self, spec: UpstreamSpec):
+        self.spec = spec
+        self.client: Client | None = None
+        self.stop = anyio.Event()
+
+    async def hold(self, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:
+        try:
+            async with client_for(self.spec) as client:
+                self.client = client
+                task_status.started(self)
+                await self.stop.wait()
+        except Exception as exc:  # after start, a broken connection must not take the gateway down with it
+            if self.client is None:
+                raise
+            log.warning("MCP upstream %s closed: %s", self.spec.name, exc)
+        finally:
+            self.client = None
+
+
 class Upstreams:
-    """`async with Upstreams(specs) as upstreams:` each reachable upstream's client, by name."""
+    """`async with Upstreams(specs) as upstreams:` each reachable upstream's client, by name. An upstream that was
+    unreachable, or whose connection broke (its process died, its server restarted), is connected again on the
+    next call to it, at most every RECONNECT_SECONDS."""
+
+    RECONNECT_SECONDS = 2.0
 
     def __init__(self, specs: list[UpstreamSpec]):
-        self.specs = specs
-        self.clients: dict[str, Client] = {}
-        self._stack = AsyncExitStack()
+        self.specs = {spec.name: spec for spec in specs}
+        self.held: dict[str, _Held] = {}
+        self._tried: dict[str, float] = {}
+        self._locks = {name: anyio.Lock() for name in self.specs}
+        self._group = anyio.create_task_group()
 
     async def __aenter__(self) -> "Upstreams":
-        await self._stack.__aenter__()
-        for spec in self.specs:
-            try:
-                self.clients[spec.name] = await self._stack.enter_async_context(client_for(spec))
-            except Exception as exc:  # one broken upstream must not take the others down; its tools are not listed
-                log.warning("MCP upstream %s is not reachable: %s", spec.name, exc)
+        await self._group.__aenter__()
+        for name in self.specs:
+            await self._connect(name)
         return self
 
     async def __aexit__(self, *exc) -> None:
-        await self._stack.__aexit__(*exc)
+        for held in self.held.values():
+            held.stop.set()
+        await self._group.__aexit__(*exc)
+
+    async def _connect(self, name: str) -> Client | None:
+        self._tried[name] = time.monotonic()
+        try:
+            held = await self._group.start(_Held(self.specs[name]).hold)
+        except Exception as exc:  # one broken upstream must not take the others down; its tools are not listed
+            log.warning("MCP upstream %s is not reachable: %s", name, exc)
+            return None
+        self.held[name] = held
+        return held.client
+
+    async def client(self, name: str) -> Client | None:
+        """The upstream's open client, connecting again if it has none (not more often than RECONNECT_SECONDS)."""
+        held = self.held.get(name)
+        if held is not None and held.client is not None:
+            return held.client
+        if name not in self.specs:
+            return None
+        async with self._locks[name]:
+            held = self.held.get(name)
+            if held is not None and held.client is not None:
+                return held.client
+            if time.monotonic() - self._tried.get(name, float("-inf")) < self.RECONNECT_SECONDS:
+                return None
+            return await self._connect(name)
+
+    def _drop(self, name: str) -> None:
+        held = self.held.pop(name, None)
+        if held is not None:
+            held.stop.set()
+            self._tried.pop(name, None)  # connect again at the next call
 
     async def listings(self) -> dict[int, list[dict]]:
         """Each reachable upstream's tools (as JSON), by the upstream's pk."""
         found = {}
-        for spec in self.specs:
-            client = self.clients.get(spec.name)
+        for name, spec in self.specs.items():
+            client = await self.client(name)
             if client is None:
                 continue
             try:
                 listed = await client.list_tools()
             except Exception as exc:
-                log.warning("MCP upstream %s did not list its tools: %s", spec.name, exc)
+                log.warning("MCP upstream %s did not list its tools: %s", name, exc)
+                self._drop(name)
                 continue
             found[spec.pk] = [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed.tools]
         return found
 
-    async def call(self, upstream: str, tool: str, arguments: dict) -> types.CallToolResult:
-        client = self.clients.get(upstream)
-        if client is None:
-            return error_result(f"The server behind {tool} is not reachable; nothing was done.")
-        try:
-            return await client.call_tool(tool, arguments)
-        except Exception as exc:  # the upstream went away or answered nonsense: the client gets a tool error
-            log.warning("MCP upstream %s failed on %s: %s", upstream, tool, exc)
-            return error_result(f"The server behind {tool} failed: {exc}")
+    async def call(self, upstream: str, tool: str, arguments: dict, *, read_only: bool = False) -> types.CallToolResult:
+        """Call a tool once. Only a read-only call is tried a second time, on a fresh connection, when the first
+        failed on a broken one: any other may have reached the upstream, and must not run twice."""
+        for _attempt in range(2 if read_only else 1):
+            client = await self.client(upstream)
+            if client is None:
+                return error_result(f"The server behind {tool} is not reachable; nothing was done.")
+            try:
+                return await client.call_tool(tool, arguments)
+            except Exception as exc:  # the upstream went away or answered nonsense: the client gets a tool error
+                log.warning("MCP upstream %s failed on %s: %s", upstream, tool, exc)
+                self._drop(upstream)
+                failure = exc
+        return error_result(f"The server behind {tool} failed: {failure}")
 
 
 def error_result(text: str) -> types.CallToolResult:

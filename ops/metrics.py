@@ -126,3 +126,5 @@ def measured(what: str, seconds: float, error: str = "") -> None:
         model_call_observed(seconds, error)
     elif what == "push_fanout":
         PUSH_FANOUT.observe(seconds)
+    elif what == "webhook_delivery":
+        webhook_delivered(ok=not error)

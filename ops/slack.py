@@ -76,7 +76,10 @@ def outcome_text(call: ToolCall) -> str:
 
 def blocks(call: ToolCall, mention: list[str] = ()) -> list[dict]:
     """The message for this call as it stands: waiting (with buttons) or settled (with its outcome)."""
-    head = f"New call to review · {call.tool_name} · run {call.run_id}" if call.is_pending else outcome_text(call)
+    # A revision says so: the previous round, its reason and what changed are on its card in ReviewHub.
+    revised = f" · round {call.revision}, revised after a reviewer sent it back" if call.revision > 1 else ""
+    head = f"New call to review · {call.tool_name}{revised} · run {call.run_id}"
+    head = head if call.is_pending else outcome_text(call)
     message = [{"type": "section", "text": _plain(head)}, {"type": "section", "text": _plain(call.current_description)}]
     fields = _facts(call)
     if fields:

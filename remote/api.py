@@ -17,7 +17,19 @@ from approvals.models import ToolCall
 
 from . import http, services, waiting
 from .models import DeclaredTool
-from .schemas import CallIn, CallOut, ClaimIn, ClaimOut, ErrorOut, ResultIn, ToolIn, ToolOut, WebhookIn, WebhookOut
+from .schemas import (
+    CallIn,
+    CallOut,
+    ClaimIn,
+    ClaimOut,
+    ErrorOut,
+    ResultIn,
+    ToolIn,
+    ToolOut,
+    TurnIn,
+    WebhookIn,
+    WebhookOut,
+)
 from .serialize import call_json
 from .services.calls import agent_call, call_refusal
 
@@ -58,6 +70,12 @@ def call_propose(request, payload: CallIn):
     call, created = services.call_propose(agent=request.agent, proposal=payload.model_dump())
     if refusal := call_refusal(call):
         raise refusal
+    return (201 if created else 200), call_json(_reread(request, call.pk), request)
+
+
+@api.post("/turns", response={200: CallOut, 201: CallOut, **ERRORS}, summary="Ask for a model turn to be reviewed")
+def turn_propose(request, payload: TurnIn):
+    call, created = services.turn_propose(agent=request.agent, proposal=payload.model_dump())
     return (201 if created else 200), call_json(_reread(request, call.pk), request)
 
 

@@ -156,7 +156,7 @@ def tool_for_call(call) -> DeclaredToolAdapter | None:
     if call.pk is not None:
         found = RemoteCall.objects.filter(tool_call_id=call.pk).values_list("tool_id", "tool__created_at").first()
         if found is not None:
-            return _cached(*found)
+            return _cached(*found) if found[0] is not None else None  # a model turn: no tool
     thread = Thread.objects.filter(run_id=call.run_id).select_related("agent").first()
     if thread is None:
         return None

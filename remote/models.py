@@ -112,7 +112,8 @@ class RemoteCall(models.Model):
 
     tool_call = models.OneToOneField(ToolCall, on_delete=models.PROTECT, primary_key=True, related_name="remote")
     agent = models.ForeignKey(RemoteAgent, on_delete=models.PROTECT, related_name="calls")
-    tool = models.ForeignKey(DeclaredTool, on_delete=models.PROTECT, related_name="calls")
+    # The declaration the call was proposed under; none for a model turn the agent asked to have reviewed.
+    tool = models.ForeignKey(DeclaredTool, null=True, blank=True, on_delete=models.PROTECT, related_name="calls")
     thread_id = models.CharField(max_length=200)
     idempotency_key = models.CharField(max_length=200)
     request_hash = models.CharField(max_length=64)

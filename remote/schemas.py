@@ -78,8 +78,18 @@ class ChangeOut(Schema):
     after: Any = None
 
 
+class TurnIn(In):
+    thread_id: str = Field(min_length=1, max_length=200)
+    step: int = Field(ge=1, le=100_000)
+    messages: list[dict[str, Any]] = Field(min_length=1, max_length=5_000)
+    transcript_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    user_request: str = Field("", max_length=TEXT)
+    idempotency_key: str = Field(min_length=1, max_length=200)
+
+
 class DecisionOut(Schema):
-    verdict: Literal["approve", "edit", "reject", "respond", "expire", "answer"]
+    # note, reply: a model turn's decisions (continue is approve); the text is in guidance. answer: a question's
+    verdict: Literal["approve", "edit", "reject", "respond", "expire", "note", "reply", "answer"]
     arguments: dict[str, Any] | None
     changes: list[ChangeOut]
     reason: str
@@ -98,10 +108,13 @@ class ResultOut(Schema):
 
 class CallOut(Schema):
     id: int
+    kind: Literal["call", "turn", "checkpoint", "question"]
     thread_id: str
     tool: str
     tool_version: int
     arguments: dict[str, Any] | None
+    revision: int
+    revision_of: int | None
     status: Status
     decision: DecisionOut | None
     result: ResultOut | None

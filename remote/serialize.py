@@ -59,9 +59,12 @@ def call_json(call: ToolCall, request=None) -> dict:
     return {
         "id": call.pk,
         "thread_id": remote.thread_id,
-        "tool": remote.tool.name,
-        "tool_version": remote.tool.version,
+        "kind": call.kind,
+        "tool": remote.tool.name if remote.tool else call.tool_name,  # a model turn has no declared tool
+        "tool_version": remote.tool.version if remote.tool else 0,
         "arguments": call.arguments,
+        "revision": call.revision,
+        "revision_of": call.revision_of_id,
         "status": call.status,
         "decision": decision_json(call),
         "result": result_json(call),

@@ -117,6 +117,7 @@ SUPPORT = Agent(
         "Check the status of order A-1002 and refund $35 for the missing item.",
         "Cancel order A-1004.",
         "I'm dana.smith@example.com, my item arrived broken, please refund it.",
+        "The customer of order A-1005 threatens a chargeback. Check the order.",
     ),
 )
 

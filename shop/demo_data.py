@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.utils import timezone
 
-from approvals.models import PolicyRule, ToolSetting
+from approvals.models import PolicyRule, ToolSetting, TurnRule
 
 from .models import Customer, Order
 
@@ -114,6 +114,20 @@ def seed_governance() -> None:
         defaults={"timeout_minutes": 60, "on_expiry": ToolSetting.OnExpiry.ESCALATE, "escalate_to": senior},
     )
     ToolSetting.objects.get_or_create(tool_name="send_email", defaults={"timeout_minutes": 60})
+    seed_turn_rules()
+
+
+def seed_turn_rules() -> None:
+    """Model turns a person reads first: any turn of a conversation that mentions a chargeback or a lawyer;
+    and, in shadow mode, every turn of a refund conversation (the admin shows how many it would have paused)."""
+    TurnRule.objects.get_or_create(
+        name="Chargebacks and legal threats: a person reads the turn first",
+        defaults={"words": "chargeback\nlawyer\nlegal action", "order": 10},
+    )
+    TurnRule.objects.get_or_create(
+        name="Every turn of a refund conversation (trial)",
+        defaults={"words": "refund", "shadow": True, "order": 20},
+    )
 
 
 DEMO_REQUESTS = [

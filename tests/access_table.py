@@ -18,7 +18,7 @@ from django.shortcuts import resolve_url
 from django.urls import URLResolver, get_resolver, reverse
 
 from approvals import services
-from approvals.models import PolicyRule, Run, ToolCall, ToolSetting
+from approvals.models import PolicyRule, Run, ToolCall, ToolSetting, TurnRule, TurnShadow
 from approvals.routing import websocket_urlpatterns
 from ops.models import NotificationPreference, SlackChannel, SlackIdentity
 from shop import demo_data
@@ -74,6 +74,8 @@ EXPECTED = {
     "approvals:call_answer":              (POST, LOGIN,    404,   403,   404,   403,   403,   403),
     "approvals:call_claim":               (POST, LOGIN,    404,   302,   404,   403,   403,   302),
     "approvals:call_release":             (POST, LOGIN,    404,   302,   404,   302,   403,   302),
+    # the world's call is a refund, not a held model turn: whoever may decide it is told so
+    "approvals:turn_decide":              (POST, LOGIN,    404,   403,   404,   403,   403,   403),
     "approvals:run":                      (GET,  LOGIN,    404,   200,   404,   200,   200,   200),
     "approvals:run_retry":                (POST, LOGIN,    404,   302,   404,   302,   403,   302),
     "approvals:run_cancel":               (POST, LOGIN,    404,   302,   404,   302,   403,   302),
@@ -106,6 +108,7 @@ EXPECTED = {
     "api-v1:tools_list":                  (GET,  401,      401,   401,   401,   401,   401,   401),
     "api-v1:tool_declare":                (POST, 405,      405,   405,   405,   405,   405,   405),  # PUT only
     "api-v1:call_propose":                (POST, 401,      401,   401,   401,   401,   401,   401),
+    "api-v1:turn_propose":                (POST, 401,      401,   401,   401,   401,   401,   401),
     "api-v1:call_get":                    (GET,  401,      401,   401,   401,   401,   401,   401),
     "api-v1:call_claim":                  (POST, 401,      401,   401,   401,   401,   401,   401),
     "api-v1:call_report":                 (POST, 401,      401,   401,   401,   401,   401,   401),
@@ -124,6 +127,7 @@ ADMIN_MODELS = {
     "approvals.run": RECORD, "approvals.toolcall": RECORD, "approvals.decision": RECORD,
     "approvals.message": RECORD, "approvals.auditevent": RECORD, "approvals.shadowresult": RECORD,
     "approvals.policyrule": EDITABLE, "approvals.toolsetting": EDITABLE,
+    "approvals.turnrule": EDITABLE, "approvals.turnshadow": RECORD,
     "shop.customer": EDITABLE, "shop.order": EDITABLE, "shop.refund": EDITABLE,
     "shop.ordernote": EDITABLE, "shop.outgoingemail": EDITABLE,
     "ops.notificationpreference": ACCOUNTS, "ops.slackchannel": ACCOUNTS, "ops.slackidentity": ACCOUNTS,
@@ -294,6 +298,9 @@ def build_world() -> World:
     services.toolcall_decide(
         call_id=email.pk, reviewer=users["alice"], verdict="reject", shown_hash=email.review_hash, reason="Not yet."
     )
+    TurnShadow.objects.create(
+        rule=TurnRule.objects.create(name="Refunds (trial)", words="refund", shadow=True), run=run, step=1
+    )
     values = _remote_rows()
     values |= {"run": run.pk, "call": refund.pk, "call_pk": note.pk, "run_id": run.pk, "id": users["oscar"].pk}
     values |= {"app_label": "approvals", "url": "nothing-here/", "fmt": "csv", "object_id": run.pk}
@@ -303,6 +310,7 @@ def build_world() -> World:
     post = {"arguments_hash": refund.review_hash, "reason": "Not this one.", "guidance": "Refund $5 instead."}
     post |= {"calls": f"{refund.pk}:{refund.review_hash}", "agent": "support", "request": "Look up order A-1001."}
     post |= {"arg_order_id": "A-1001", "arg_amount": "40", "arg_reason": "Item arrived damaged"}
+    post["decision"] = "continue"  # a held model turn's decision
     assert refund.status == ToolCall.Status.PENDING and note.status == ToolCall.Status.EXECUTED
     return World(users=users, values=values, post=post)
 

@@ -129,3 +129,16 @@ def http_transport(url: str, token: str = "", **options) -> Client:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
     return streamable_http_client(url, http_client=http)
+
+
+def shop_processes(tmp_path: Path) -> list[int]:
+    """The pids of the example shop servers serving this test's shop file (a gateway's stdio upstreams)."""
+    wanted = f"SHOP_DB={tmp_path / 'shop.sqlite3'}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if b"mcp_shop_server.py" in (proc / "cmdline").read_bytes() and wanted in (proc / "environ").read_bytes():
+                found.append(int(proc.name))
+        except (OSError, ValueError):
+            continue
+    return found

@@ -50,6 +50,24 @@ def test_a_long_poll_returns_when_a_reviewer_decides(roles, django_user_model, s
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_long_poll_returns_when_the_run_is_cancelled(roles, django_user_model, settings):
+    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120  # longer than the wait: only the wake-up can end it early
+    agent = AgentClient("poller")
+    agent.declare()
+    reviewer = django_user_model.objects.create_user("alice")
+    reviewer.groups.add(*Group.objects.filter(name="reviewers"))
+    call = ToolCall.objects.get(pk=agent.propose()["id"])
+    answers: list = []
+
+    thread = _poll_in_thread(agent.token, call.pk, answers)
+    assert wait_for(lambda: call.pk in waiting._waiters), "the long-poll never started waiting"
+    services.run_cancel(run=call.run, user=reviewer)
+    thread.join(30)  # the poll waits 60 s: only the wake-up ends it within this ceiling
+
+    assert answers and answers[0]["status"] == "cancelled"
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_long_poll_of_a_call_already_decided_returns_at_once(roles, django_user_model, settings):
     settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120
     agent = AgentClient("poller")

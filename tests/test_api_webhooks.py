@@ -6,6 +6,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.test import Client
+from prometheus_client import REGISTRY
 from standardwebhooks.webhooks import Webhook as Verifier
 
 from approvals import services
@@ -220,3 +221,21 @@ def test_the_admin_adds_a_webhook_showing_its_secret_once_and_refuses_a_private_
     secret = Webhook.objects.get().secret
     assert secret in added.content.decode()
     assert secret not in admin.get(f"/admin/remote/webhook/{Webhook.objects.get().pk}/change/").content.decode()
+
+
+def test_each_delivery_attempt_is_counted_in_the_metrics_by_outcome(
+    hooked, receiver, reviewer, scheduled, django_capture_on_commit_callbacks
+):
+    def counted(outcome: str) -> float:
+        return REGISTRY.get_sample_value("reviewhub_webhook_deliveries_total", {"outcome": outcome}) or 0.0
+
+    agent, _ = hooked
+    before = counted("delivered"), counted("failed")
+    receiver[1].status = 500
+    delivery = WebhookDelivery.objects.get(tool_call=decide(agent, reviewer, django_capture_on_commit_callbacks))
+    delivery_attempt(delivery_id=delivery.pk)
+    receiver[1].status = 200
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at="2000-01-01T00:00Z")
+    delivery_attempt(delivery_id=delivery.pk)
+
+    assert (counted("delivered"), counted("failed")) == (before[0] + 1, before[1] + 1)

@@ -63,11 +63,11 @@ def statements(step: list[str]) -> list[str]:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_step_that_runs_a_read_only_call_is_one_transaction_of_at_most_8_statements(steps):
+def test_a_step_that_runs_a_read_only_call_is_one_transaction_of_at_most_9_statements(steps):
     run, per_step = steps
     assert run.status == Run.Status.COMPLETED and run.step_count == STEPS + 1
     for step in per_step:
-        assert len(statements(step)) <= 8, statements(step)
+        assert len(statements(step)) <= 9, statements(step)  # 8, and the turn rules read before the model's turn
         assert sum(s.startswith("COMMIT") for s in step) == 1, step
 
 

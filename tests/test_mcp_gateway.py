@@ -1,6 +1,8 @@
 """The MCP gateway over stdio, driven by the SDK's own client: `manage.py mcp_gateway NAME` in front of the example
 shop (examples/mcp_shop_server.py), its refunds reviewed in ReviewHub's queue and executed once."""
 
+import os
+import signal
 import sys
 
 import pytest
@@ -8,7 +10,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from approvals.models import ToolCall
 
-from .mcpgateway import ROOT, McpClient, gateway_env, refunds, shop_gateway
+from .mcpgateway import ROOT, McpClient, gateway_env, refunds, shop_gateway, shop_processes
 from .reviewing import decide
 from .waiting import wait_for
 
@@ -136,3 +138,17 @@ def test_an_approved_call_runs_once_though_the_gateway_restarted_while_it_waited
     assert not result.is_error and result.content[0].text == "Refunded $490.00 on order A-1001."
     assert ToolCall.objects.count() == 1
     assert refunds(tmp_path) == [("A-1001", 490.0)]
+
+
+def test_an_upstream_whose_process_died_is_started_again_for_the_next_call(stdio, tmp_path):
+    with McpClient(stdio) as mcp:
+        before = mcp.call_tool("lookup_order", {"order_id": "A-1002"})
+        dead = shop_processes(tmp_path)
+        for pid in dead:
+            os.kill(pid, signal.SIGKILL)
+        assert dead and wait_for(lambda: not set(dead) & set(shop_processes(tmp_path)), timeout=30)
+        after = mcp.call_tool("lookup_order", {"order_id": "A-1002"})
+
+    assert not before.is_error
+    assert not after.is_error, after.content[0].text
+    assert after.content[0].text == "Order A-1002: ben@example.com, total $120.00, shipped."

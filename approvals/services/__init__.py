@@ -4,6 +4,7 @@
 - transcript: appending rows; each tool call's output given to the model once
 - gate: every proposed tool call refused, run at once, or held for a person
 - decisions: approve, edit, reject, respond — one transaction each
+- turns, turn_decisions: a model turn held for a person (continue, add a note, write the reply)
 - claims: "being reviewed by X"
 - deadlines: warn, escalate, expire
 - sweep: every stuck run taken further, or failed with the reason
@@ -42,6 +43,8 @@ from .runs import (
 )
 from .sweep import Stall, run_stall, run_take_further, stuck_runs, sweep_apply
 from .transcript import message_append, step_is_answered
+from .turn_decisions import turn_decide, turn_expire
+from .turns import turn_request, turn_review
 from .undo import toolcall_undo
 
 __all__ = [
@@ -89,4 +92,8 @@ __all__ = [
     "toolcall_review_start",
     "toolcall_undo",
     "toolcall_warn",
+    "turn_decide",
+    "turn_expire",
+    "turn_request",
+    "turn_review",
 ]

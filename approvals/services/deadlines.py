@@ -16,6 +16,7 @@ from ..text import duration_text
 from .runs import request_resume
 from .shadow import shadow_settle
 from .transcript import record_output
+from .turn_decisions import turn_expire
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +115,8 @@ def toolcall_expire(*, call_id: int, reason: str = "", now: datetime | None = No
             return None
         now = now or timezone.now()
         setting = ToolSetting.for_tool(call.tool_name)
+        if call.kind == ToolCall.Kind.TURN:  # fails closed: the run stops, for a person to Retry
+            return turn_expire(call=call, reason=reason or f"no decision within {duration_text(setting.timeout())}")
         if setting.escalates and call.escalated_at is None:
             _escalate(call, setting, now)
             return None

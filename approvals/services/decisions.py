@@ -231,6 +231,8 @@ def toolcall_decide(
     _storable_texts(reason=reason, guidance=guidance)
     with transaction.atomic():
         call = _locked_pending(call_id, reviewer, shown_hash)
+        if call.kind == ToolCall.Kind.TURN:
+            raise NotAllowed("A model turn is decided with Continue, Add a note or Write the reply.")
         _offered(call, verdict, guidance)
         if verdict == Decision.Verdict.REJECT:
             if not reason:

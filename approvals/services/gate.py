@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from django.utils import timezone
 
-from .. import policy, storable
+from .. import policy, revisions, storable
 from ..hashing import args_hash
 from ..models import AuditEvent, Message, Run, Tier, ToolCall, ToolSetting
 from ..tools import ArgumentsInvalid, Ask, Tool, ToolContext, registry
@@ -136,6 +136,7 @@ def _gate(run: Run, reasoning: str, proposed: ProposedCall, problem: str, rules:
     call.review_group_id = outcome.group_id
     set_deadline(call=call, setting=ToolSetting.for_tool(tool.name), now=timezone.now())
     extra = {"arguments_hash": call.arguments_hash, "reasoning": call.reasoning, "expires_at": call.expires_at}
+    extra |= revisions.link_revision(call)  # the same tool again after a reviewer sent it back: its next round
     return _proposal(call, tool, args, rules, ToolCall.Status.PENDING, AuditEvent.Kind.PROPOSED, **extra)
 
 

@@ -154,3 +154,5 @@ def run_cancel(*, run: Run, user: AbstractBaseUser) -> None:
             live.call_changed(call_id)
         audit.record(audit.AuditEvent.Kind.CANCELLED, run=run, actor=user)
         live.run_changed(run.pk)
+        if pending and run.is_remote:
+            request_resume(run.pk)  # the agent's long-polls and webhooks hear of its cancelled calls

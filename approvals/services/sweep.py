@@ -141,7 +141,7 @@ def unreported_calls(*, now: datetime | None = None) -> QuerySet[ToolCall]:
         run__advanced_by=Run.AdvancedBy.REMOTE,
         status__in=(ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING),
         created_at__lt=cutoff,
-    )
+    ).exclude(kind=ToolCall.Kind.TURN)  # a decided turn has nothing to execute or report: the agent applies it
     return calls.exclude(Exists(decided)).exclude(Exists(flagged))
 
 

@@ -9,6 +9,7 @@ from ..models import ToolCall
 from ..panels import PANEL_TEMPLATE, panel_context
 from ..services import DecisionError, EditInvalid
 from ..tools import registry
+from ..turn_card import turn_card
 
 FIELDLESS = {"arguments_json", "reason", "guidance", "approve_anyway"}
 
@@ -59,5 +60,7 @@ def panel_response(
         "claim_on_open": context["can_decide"] and request.headers.get("HX-Target") == "detail",
         **extra,
     }
+    if call.kind == ToolCall.Kind.TURN:
+        context["turn"] = turn_card(call)
     template = PANEL_TEMPLATE if request.htmx else "approvals/call.html"
     return render(request, template, context, status=status)

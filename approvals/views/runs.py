@@ -39,7 +39,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         call.viewer_can_undo = _undoable(request.user, run, call)
     context = {
         "run": run,
-        "messages_": run.messages.order_by("seq"),
+        "messages_": run.messages.select_related("written_by").order_by("seq"),
         "calls": calls,
         "can_act": access.can_act_on_run(request.user, run)[0],
         "stall": services.run_stall(run=run),

@@ -3,6 +3,7 @@
 - identities: agents and their user accounts
 - declarations: tools declared once, versioned
 - calls: proposed (idempotently), claimed (exactly one caller wins), reported
+- turns: a model turn the agent asks to have reviewed before its model answers
 - webhooks: registered (the secret shown once), deliveries logged, signed, retried
 """
 
@@ -10,6 +11,7 @@ from ..errors import Invalid
 from .calls import call_claim, call_propose, call_report, execution_key
 from .declarations import tool_declare
 from .identities import agent_get_or_create
+from .turns import turn_propose
 from .webhooks import deliveries_enqueue, delivery_attempt, delivery_redeliver, webhook_create
 
 __all__ = [
@@ -23,5 +25,6 @@ __all__ = [
     "delivery_redeliver",
     "execution_key",
     "tool_declare",
+    "turn_propose",
     "webhook_create",
 ]

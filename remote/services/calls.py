@@ -148,6 +148,8 @@ def agent_call(agent: RemoteAgent, call_id: int, *, lock: bool = False) -> ToolC
 
 
 def _check_key(call: ToolCall, key: str) -> None:
+    if call.kind == ToolCall.Kind.TURN:
+        raise Conflict("A model turn has nothing to execute or report: apply its decision (docs/api.md).")
     if call.status not in (*RUNNABLE, *REPORTED) or call.approved_arguments is None:
         raise Conflict(f"This call is {call.status}, not approved: it must not be executed.")
     if not hmac.compare_digest(key.encode(), execution_key(call).encode()):

@@ -7,6 +7,7 @@ import json
 import logging
 import secrets
 import ssl
+import time
 import uuid
 from datetime import timedelta
 
@@ -17,6 +18,7 @@ from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook as Signer
 
+from approvals import observers
 from approvals.models import Decision, Run, ToolCall
 
 from .. import targets
@@ -124,7 +126,9 @@ def delivery_attempt(*, delivery_id: int) -> str:
     )
     if not due.update(attempts=F("attempts") + 1, last_attempt_at=now, next_attempt_at=None):
         return "skipped"  # delivered, given up, not due yet, or another worker has this attempt
+    started = time.monotonic()
     code, error = _send(delivery)
+    observers.measured("webhook_delivery", time.monotonic() - started, "failed" if error else "")
     attempts = delivery.attempts + 1
     fields = {"last_status_code": code, "last_error": error}
     if not error:

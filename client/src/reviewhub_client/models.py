@@ -81,6 +81,8 @@ class Call(_Model):
     tool: str
     tool_version: int | None = None
     arguments: dict[str, Any] = Field(default_factory=dict)
+    revision: int = 1  # 2, 3, ...: proposed again after a reviewer rejected (or responded to) call `revision_of`
+    revision_of: int | None = None
     status: str
     decision: Decision | None = None
     result: Result | None = None
