@@ -123,3 +123,16 @@ def test_an_answer_to_a_question_already_answered_says_by_whom_whatever_was_post
     client.force_login(reviewer)
     response = answer(client, question)  # nothing chosen: the form was disabled when the answer arrived
     assert response.status_code == 409 and "Already answered by bob" in response.text
+
+
+def test_a_question_asked_again_after_a_decline_is_its_round_2_with_the_reason(client, reviewer, question):
+    services.toolcall_decide(
+        call_id=question.pk, reviewer=reviewer, verdict="reject", shown_hash=question.review_hash, reason="Not yet."
+    )
+    again = [services.ProposedCall("call_again", "choose_order", '{"email": "dana.smith@example.com"}')]
+    services.step_record(run=question.run, content="Let me ask again.", calls=again, run_read_only=True)
+    second = question.run.tool_calls.get(call_id="call_again")
+    assert (second.kind, second.revision, second.revision_of_id) == (ToolCall.Kind.QUESTION, 2, question.pk)
+    client.force_login(reviewer)
+    page = html.unescape(client.get(call_url(second)).text)
+    assert "round 2" in page and "Not yet." in page

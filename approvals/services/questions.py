@@ -12,7 +12,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from .. import audit, live
+from .. import audit, live, revisions
 from ..hashing import args_hash
 from ..models import AuditEvent, Decision, ToolCall, ToolSetting
 from ..questions import AnswerInvalid, question_problem, validated_answer
@@ -58,7 +58,7 @@ def question_from_gate(item: Gated, ask: Ask) -> str:
     problem = _pend(item.call, ask)
     if not problem:
         item.kind = AuditEvent.Kind.PROPOSED
-        item.payload |= _asked(item.call)
+        item.payload |= _asked(item.call) | revisions.link_revision(item.call)  # asked again after a decline
     return problem
 
 
@@ -71,7 +71,10 @@ def question_from_execution(call: ToolCall, ask: Ask) -> str:
         return problem
     if call.decisions.filter(round=call.review_round, final=True).exists():
         call.review_round += 1
+    revised = revisions.link_revision(call)
     fields = {
+        "revision_of": call.revision_of,
+        "revision": call.revision,
         "kind": call.kind,
         "question": call.question,
         "status": call.status,
@@ -85,7 +88,7 @@ def question_from_execution(call: ToolCall, ask: Ask) -> str:
     }
     if not ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.EXECUTING).update(**fields):
         return ""  # another worker took it over meanwhile, and asks itself
-    audit.record(AuditEvent.Kind.PROPOSED, tool_call=call, payload=_asked(call))
+    audit.record(AuditEvent.Kind.PROPOSED, tool_call=call, payload=_asked(call) | revised)
     live.call_changed(call.pk)
     return ""
 
