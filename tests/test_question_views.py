@@ -136,3 +136,16 @@ def test_a_question_asked_again_after_a_decline_is_its_round_2_with_the_reason(c
     client.force_login(reviewer)
     page = html.unescape(client.get(call_url(second)).text)
     assert "round 2" in page and "Not yet." in page
+
+
+def test_the_question_its_payload_and_labels_are_escaped_and_hidden_characters_shown(client, reviewer, question):
+    nasty = "<script>alert(1)</script>\u202e"
+    schema = {"type": "object", "properties": {"pick": {"enum": ["x"], "title": nasty}}}
+    ToolCall.objects.filter(pk=question.pk).update(
+        question={"prompt": nasty, "schema": schema, "payload": {"rows": [{"c": nasty}], "labels": {"x": nasty}}}
+    )
+    client.force_login(reviewer)
+    page = client.get(call_url(question)).text
+    assert "<script>alert(1)</script>" not in page
+    assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 4  # prompt, table cell, label, field title
+    assert "[U+202E]" in page and "\u202e" not in page
