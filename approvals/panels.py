@@ -9,6 +9,7 @@ viewers with the same viewer_key().
 
 from .access import can_decide
 from .models import Decision, ToolCall
+from .questions import answer_fields, payload_table
 
 PANEL_TEMPLATE = "approvals/partials/call_panel.html"
 
@@ -21,7 +22,18 @@ def panel_context(user, call: ToolCall, decision: Decision | None) -> dict:
         "can_decide": allowed and call.is_pending,
         "why_not": why,
         "decided_by_you": decision is not None and decision.reviewer_id == user.pk,
+        **question_context(call),
     }
+
+
+def question_context(call: ToolCall, values: dict | None = None, errors: dict | None = None) -> dict:
+    """A tool's question: the form generated from its schema (with what was posted and its errors), the payload."""
+    if call.kind != ToolCall.Kind.QUESTION:
+        return {}
+    fields = answer_fields(call.question, values, errors)
+    names = {field.name for field in fields} | {"reason"}
+    other = [message for name, messages in (errors or {}).items() if name not in names for message in messages]
+    return {"answer_fields": fields, "answer_errors": other, "payload": payload_table(call.question)}
 
 
 def viewer_key(user, context: dict) -> str:

@@ -58,7 +58,7 @@ def sees_call_and_pending_count(user, call_id: int) -> tuple[bool, int]:
 ROW_FIELDS = (
     "id", "kind", "tool_name", "tier", "status", "description", "edited_description", "arguments", "approved_arguments",
     "arguments_hash", "facts", "created_at", "expires_at", "warn_at", "escalated_at", "review_round",
-    "required_approvals", "reviewing_until",
+    "required_approvals", "reviewing_until", "question",
     "run__id", "run__agent", "run__dry_run", "run__requested_by_id", "run__advanced_by",
     "review_group__id", "review_group__name", "reviewing_by__id", "reviewing_by__username",
     "revision",
@@ -157,14 +157,14 @@ def queue_facets(user, wanted: "triage.QueueFilter") -> list[dict]:
         matched=Case(When(keeps, then=Value(1)), default=Value(0)) if keeps else Value(1),
         kept=_capped_count(calls.filter(keeps)),
     ).order_by("created_at", "id")
-    fields = ("tool_name", "tier", "run__agent", "review_group__name", "amount", "matched", "kept")
+    fields = ("tool_name", "tier", "run__agent", "review_group__name", "kind", "amount", "matched", "kept")
     rows = list(window.values_list(*fields)[: triage.COUNT_CAP + 1])
     counts: dict[tuple, list[int]] = {}
     for *key, amount, matched, _ in rows:
         tally = counts.setdefault((*key, triage.band_of(amount)), [0, 0])
         tally[0], tally[1] = tally[0] + 1, tally[1] + matched
     kept = rows[0][-1] if rows else 0
-    names = ("tool_name", "tier", "run__agent", "review_group__name", "band")
+    names = ("tool_name", "tier", "run__agent", "review_group__name", "kind", "band")
     return [
         dict(zip(names, key)) | {"total": total, "matched": hits, "kept": kept} for key, (total, hits) in counts.items()
     ]
@@ -173,6 +173,6 @@ def queue_facets(user, wanted: "triage.QueueFilter") -> list[dict]:
 def group_calls(user, *, tool: str, agent: str, band: str) -> list[ToolCall]:
     """The pending calls of one group of similar calls that this user may decide now, oldest first."""
     calls = _pending_with_amount(user).annotate(band=_band(F("amount")))
-    calls = calls.filter(_decidable(user), tool_name=tool, run__agent=agent, band=band)
+    calls = calls.filter(_decidable(user), tool_name=tool, run__agent=agent, band=band, kind=ToolCall.Kind.CALL)
     rows = calls.select_related("run", "review_group", "reviewing_by").only(*ROW_FIELDS)
     return with_key_values(list(rows.order_by("created_at", "id")[: triage.GROUP_LIMIT]))

@@ -6,6 +6,7 @@ shop/, say) register them when Django starts, and say which agent may use which
 search and execute calls.
 """
 
+import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -25,6 +26,20 @@ MASK = "***"
 
 class ToolError(Exception):
     """A tool refused to do what it was asked; the message goes to the model."""
+
+
+class Ask(Exception):
+    """A tool stops to ask a person (returned or raised by its function): `prompt`, the JSON schema of the answer
+    (`schema`) and what to show beside it (`payload`: a `rows` list of objects is shown as a table, its `columns`
+    in order; `labels` maps an enum's values to what the reviewer reads). The call waits as a question; the
+    answer, checked against the schema, becomes the tool's output (Tool.answered)."""
+
+    def __init__(self, prompt: str, schema: dict, payload: dict | None = None):
+        super().__init__(prompt)
+        self.prompt, self.schema, self.payload = prompt, schema, payload if payload is not None else {}
+
+    def as_question(self) -> dict:
+        return {"prompt": self.prompt, "schema": self.schema, "payload": self.payload}
 
 
 @dataclass(frozen=True)
@@ -88,6 +103,8 @@ class Tool:
     # Whether reviewers may approve or reject this tool's calls from a chat message (Slack's buttons).
     # Never for calls that need several approvals, whatever this says (access.can_decide_in_chat).
     chat_decisions: bool = False
+    # How a person's answer to this tool's question reads as its output (default: the answer as JSON).
+    answered: Callable[[BaseModel, Any], str] | None = None
 
     def masked(self, arguments):
         """The arguments with the sensitive fields' values replaced, for logs and chat."""
@@ -149,7 +166,21 @@ class Tool:
     def run(self, args: BaseModel, context: ToolContext) -> str:
         if context.dry_run and self.tier != Tier.READ_ONLY:
             return self.preview(args)
-        return str(self.func(args, context))
+        result = self.func(args, context)
+        if isinstance(result, Ask):
+            raise result  # the call becomes a question (services/questions.py)
+        return str(result)
+
+    def answer_output(self, args: BaseModel | None, answer) -> str:
+        """The output the model reads for a person's answer to this tool's question."""
+        if self.answered is not None and args is not None:
+            return str(self.answered(args, answer))
+        return answer_json(answer)
+
+
+def answer_json(answer) -> str:
+    """A person's answer to a tool's question as the model reads it by default."""
+    return json.dumps({"answer": answer}, ensure_ascii=False)
 
 
 def arguments_object(arguments) -> dict:

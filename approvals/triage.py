@@ -135,7 +135,7 @@ def summarize(facets: list[dict], wanted: QueueFilter, *, full_page: bool = Fals
     more = matched > COUNT_CAP
     similar: dict[tuple, int] = {}
     for row in facets:
-        if row["matched"] and row["tool_name"] != TURN_TOOL:  # a model turn is decided one by one, on its card
+        if row["matched"] and row["tool_name"] != TURN_TOOL and row.get("kind", "call") == "call":  # one by one
             key = (row["tool_name"], row["run__agent"], row["band"])
             similar[key] = similar.get(key, 0) + row["matched"]
     groups = [

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import calls, insight, queue, runs, turns
+from .views import calls, insight, questions, queue, runs, turns
 
 app_name = "approvals"
 
@@ -15,6 +15,7 @@ urlpatterns = [
     path("calls/<int:pk>/changes/", calls.call_changes, name="call_changes"),
     path("calls/<int:pk>/reject/", calls.call_reject, name="call_reject"),
     path("calls/<int:pk>/respond/", calls.call_respond, name="call_respond"),
+    path("calls/<int:pk>/answer/", questions.call_answer, name="call_answer"),
     path("calls/<int:pk>/claim/", calls.call_claim, name="call_claim"),
     path("calls/<int:pk>/release/", calls.call_release, name="call_release"),
     path("calls/<int:pk>/turn/", turns.turn_decide, name="turn_decide"),

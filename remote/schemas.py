@@ -53,6 +53,14 @@ class ToolOut(Schema):
     created_at: datetime
 
 
+class QuestionIn(In):
+    """The agent's tool asks a person: the answer must fit `schema` (a JSON schema); `payload` is shown beside it."""
+
+    prompt: str = Field(min_length=1, max_length=2_000)
+    schema_: dict[str, Any] = Field(alias="schema")
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
 class CallIn(In):
     thread_id: str = Field(min_length=1, max_length=200)
     tool: str = Field(pattern=TOOL_NAME_PATTERN)
@@ -61,6 +69,7 @@ class CallIn(In):
     user_request: str = Field("", max_length=TEXT)
     facts: dict[str, Any] = Field(default_factory=dict)
     idempotency_key: str = Field(min_length=1, max_length=200)
+    question: QuestionIn | None = None
 
 
 class ChangeOut(Schema):
@@ -79,8 +88,8 @@ class TurnIn(In):
 
 
 class DecisionOut(Schema):
-    # note, reply: a model turn's decisions (continue is approve); the text is in guidance
-    verdict: Literal["approve", "edit", "reject", "respond", "expire", "note", "reply"]
+    # note, reply: a model turn's decisions (continue is approve); the text is in guidance. answer: a question's
+    verdict: Literal["approve", "edit", "reject", "respond", "expire", "note", "reply", "answer"]
     arguments: dict[str, Any] | None
     changes: list[ChangeOut]
     reason: str
@@ -88,6 +97,7 @@ class DecisionOut(Schema):
     reviewer: str | None
     decided_at: datetime
     execution_key: str | None
+    answer: Any = None  # a question's answer (verdict "answer")
 
 
 class ResultOut(Schema):
@@ -111,6 +121,7 @@ class CallOut(Schema):
     created_at: datetime
     expires_at: datetime | None
     url: str
+    question: dict[str, Any] | None = None  # what the call asks a person, if it asks
 
 
 class ClaimIn(In):

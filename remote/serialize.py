@@ -22,7 +22,8 @@ def _verdict(decision: Decision) -> str:
 
 def decision_json(call: ToolCall) -> dict | None:
     decision = call.final_decision()
-    approved = call.status in APPROVED and call.approved_arguments is not None
+    # A question is answered, never executed: no arguments to run, no execution key.
+    approved = call.status in APPROVED and call.approved_arguments is not None and call.kind != ToolCall.Kind.QUESTION
     if decision is None and not approved:
         return None
     result = {
@@ -34,6 +35,7 @@ def decision_json(call: ToolCall) -> dict | None:
         "reviewer": decision.reviewer.get_username() if decision and decision.reviewer else None,
         "decided_at": (decision.created_at if decision else call.created_at).isoformat(),
         "execution_key": execution_key(call) if approved else None,
+        "answer": decision.arguments if decision and decision.verdict == Decision.Verdict.ANSWER else None,
     }
     return result
 
@@ -69,4 +71,5 @@ def call_json(call: ToolCall, request=None) -> dict:
         "created_at": call.created_at.isoformat(),
         "expires_at": call.expires_at.isoformat() if call.expires_at else None,
         "url": call_url(call, request),
+        "question": call.question if call.kind == ToolCall.Kind.QUESTION else None,
     }

@@ -12,6 +12,7 @@ from approvals.models import Tier
 from approvals.tools import Searchable, Tool
 from approvals.tools import registry as tools
 
+from . import choose_order as c
 from . import script
 from . import tools as t
 
@@ -39,6 +40,17 @@ TOOLS = [
         describe=lambda a: f"Look up order {a.order_id}",
         check=lambda a: t.order_problem(a.order_id),
         search_fields=(ORDER_NUMBER,),
+    ),
+    Tool(
+        name="choose_order",
+        description="Find which of a customer's orders a request is about, by their email; asks a person "
+        "when the customer has several.",
+        args_model=c.ChooseOrderArgs,
+        tier=Tier.READ_ONLY,
+        func=c.choose_order,
+        describe=c.describe_choice,
+        answered=c.chosen_order,
+        key_fields=("email",),
     ),
     Tool(
         name="add_order_note",
@@ -104,6 +116,7 @@ SUPPORT = Agent(
         "Email Dana that her replacement has shipped.",
         "Check the status of order A-1002 and refund $35 for the missing item.",
         "Cancel order A-1004.",
+        "I'm dana.smith@example.com, my item arrived broken, please refund it.",
         "The customer of order A-1005 threatens a chargeback. Check the order.",
     ),
 )

@@ -7,6 +7,8 @@ agent, a made-up cancel_order): the gate answers that there is no such tool.
 
 import re
 
+from .script_orders import follow_choice, plan_without_order
+
 ORDER = re.compile(r"\bA-\d{4}\b")
 AMOUNT = re.compile(r"\$(\d+(?:\.\d{1,2})?)")
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
@@ -38,6 +40,8 @@ def plan(instruction: str, default_order: str = "A-1001") -> tuple[str, list[dic
         ]
     if "cancel" in text:
         return f"I'll cancel order {order} for the customer.", [_call("cancel_order", {"order_id": order})]
+    if asked := plan_without_order(instruction):
+        return asked
     if "email" in text:
         return _plan_email(instruction, orders)
     if "refund" in text:
@@ -89,6 +93,8 @@ def follow_up(messages: list[dict]) -> tuple[str, list[dict]]:
         return "I can't cancel orders myself; I'll leave a note for the team instead.", [
             _call("add_order_note", {"order_id": order, "text": "Customer asked to cancel this order."})
         ]
+    if chosen := follow_choice(messages, outputs):
+        return chosen
     return "Here is what happened:\n" + "\n".join(f"- {o}" for o in outputs), []
 
 

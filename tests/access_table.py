@@ -70,6 +70,8 @@ EXPECTED = {
     "approvals:call_changes":             (POST, LOGIN,    404,   200,   404,   403,   403,   200),
     "approvals:call_reject":              (POST, LOGIN,    404,   302,   404,   403,   403,   302),
     "approvals:call_respond":             (POST, LOGIN,    404,   302,   404,   403,   403,   302),
+    # the refund asks no question: whoever may decide it is told to approve or reject it instead
+    "approvals:call_answer":              (POST, LOGIN,    404,   403,   404,   403,   403,   403),
     "approvals:call_claim":               (POST, LOGIN,    404,   302,   404,   403,   403,   302),
     "approvals:call_release":             (POST, LOGIN,    404,   302,   404,   302,   403,   302),
     # the world's call is a refund, not a held model turn: whoever may decide it is told so

@@ -4,6 +4,7 @@ import json
 
 from approvals import services
 from approvals.models import Decision, Message, Run, ToolCall
+from approvals.questions import AnswerInvalid, validated_answer
 from approvals.services import ProposedCall
 from approvals.tools import ArgumentsInvalid, registry
 
@@ -45,6 +46,24 @@ def invalid_approvals() -> list[str]:
         if not validates(call.tool_name, call.approved_arguments):
             bad.append(f"call {call.pk} ({call.status}): {call.approved_arguments!r}")
     for decision in Decision.objects.filter(arguments__isnull=False).select_related("tool_call"):
-        if not validates(decision.tool_call.tool_name, decision.arguments):
+        if decision.verdict == Decision.Verdict.ANSWER:  # an answer to a tool's question: its schema must take it
+            if not answers(decision.tool_call.question, decision.arguments):
+                bad.append(f"answer {decision.pk}: {decision.arguments!r}")
+        elif not validates(decision.tool_call.tool_name, decision.arguments):
             bad.append(f"decision {decision.pk}: {decision.arguments!r}")
     return bad
+
+
+def answers(question: dict, answer) -> bool:
+    try:
+        return validated_answer(question, answer) == answer
+    except AnswerInvalid:
+        return False
+
+
+def pending_question(requester) -> ToolCall:
+    """Dana's "which order?" question, asked by choose_order through the gate (no model needed)."""
+    run = new_run(requester, "I'm dana.smith@example.com, my item arrived broken, please refund it.")
+    calls = [ProposedCall(call_id="call_1", name="choose_order", raw_arguments='{"email": "dana.smith@example.com"}')]
+    services.step_record(run=run, content="Which order?", calls=calls, run_read_only=True)
+    return run.tool_calls.get(status=ToolCall.Status.PENDING, kind=ToolCall.Kind.QUESTION)

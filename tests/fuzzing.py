@@ -76,6 +76,7 @@ GOOD = {
     "subject": mostly(st.sampled_from(["Your refund"]), FORM_VALUES),
     "body": mostly(st.sampled_from(["Hello Dana, your refund is on its way."]), ANY_TEXT),
     "customer_id": NUMBERS,
+    "email": mostly(st.sampled_from(["dana.smith@example.com", "lee.wong@example.com"]), st.emails() | ANY_TEXT),
 }
 FIELD_VALUES = {name: mostly(strategy, JSON_VALUES) for name, strategy in GOOD.items()}
 ARGUMENTS = st.fixed_dictionaries({}, optional={**FIELD_VALUES, "to_card": JSON_VALUES})
@@ -103,6 +104,10 @@ EDIT_EXTRAS = st.fixed_dictionaries(
     optional={"arg_to_card": FORM_VALUES, "arguments_json": arguments_for("issue_refund").map(json.dumps) | JSON_TEXT},
 )
 EDIT_FORMS = mostly(EDIT_BASE, st.builds(lambda base, extras: {**base, **extras}, EDIT_BASE, EDIT_EXTRAS), weight=2)
+ANSWER_FORMS = st.fixed_dictionaries(
+    {"answer_order_id": mostly(st.sampled_from(["A-1001", "A-1005"]), FORM_VALUES)},
+    optional={"answer_other": FORM_VALUES, "reason": FORM_VALUES},
+)
 HASHES = mostly(st.just("shown"), st.sampled_from(["", "stale"]) | FORM_TEXT, weight=5)
 
 # Path segments: the real ids (filled in by the test), numbers of any size, and any text, escaped.

@@ -209,3 +209,23 @@ def test_a_call_with_a_status_and_fields_this_client_does_not_know_still_reads()
     with ReviewHub("http://hub.test", "rh_x", transport=transport) as client:
         read = client.call(7)
     assert read.status == "undone" and read.decision is None and not read.pending
+
+
+def test_a_question_is_sent_with_the_proposal_and_its_answer_read_as_the_tools_output():
+    from reviewhub_client.for_langgraph import to_langchain
+
+    question = {"prompt": "Which order?", "schema": {"enum": ["A-1001", "A-1005"]}, "payload": {}}
+    sent = []
+    decision = {"verdict": "answer", "answer": "A-1005", "reviewer": "alice", "execution_key": None}
+    answered = {"id": 8, "tool": "choose_order", "arguments": {}, "status": "executed", "decision": decision}
+
+    def answer(request):
+        sent.append(json.loads(request.content or b"{}"))
+        return httpx.Response(201, json=answered | {"question": question})
+
+    with ReviewHub("http://hub.test", "rh_x", transport=httpx.MockTransport(answer)) as client:
+        call = client.propose(thread_id="t", tool="choose_order", arguments={}, idempotency_key="q", question=question)
+    assert sent[0]["question"] == question and call.question == question
+    assert call.decision.answer == "A-1005" and not call.decision.approved
+    assert call.decision.tool_message() == '{"answer": "A-1005"}'
+    assert to_langchain(call) == {"type": "respond", "message": '{"answer": "A-1005"}'}

@@ -1,4 +1,4 @@
-"""Generated input to every door that takes it: the edit, reject, respond, undo and new-run endpoints,
+"""Generated input to every door that takes it: the edit, reject, respond, answer, undo and new-run endpoints,
 the admin's lists and exports, and the gate (as model replies).
 
 What must hold for every input: no server error (no 5xx, no exception), no approval or execution
@@ -31,9 +31,9 @@ from approvals.models import ToolCall
 from approvals.services import ProposedCall
 
 from . import fuzzing as f
-from .badinput import invalid_approvals, new_run, pending_refund, propose
+from .badinput import invalid_approvals, new_run, pending_question, pending_refund, propose
 
-TARGETS = 6  # the tests below
+TARGETS = 7  # the tests below
 TOTAL = int(os.environ.get("FUZZ_EXAMPLES") or 300)
 PER_TARGET = -(-TOTAL // TARGETS)
 FULL = bool(os.environ.get("FUZZ_EXAMPLES"))
@@ -137,6 +137,22 @@ def test_any_reject_or_respond_is_answered_without_a_server_error(
         if guidance is not None:
             data["guidance"] = guidance
         answered(client.post(reverse(f"approvals:{action}", args=[call.pk]), data, headers=f.htmx(htmx)))
+
+
+@pytest.fixture
+def question(shop, requester, reviewer, client):
+    client.force_login(reviewer)
+    return pending_question(requester)
+
+
+@fuzz
+@given(form=f.ANSWER_FORMS, shown=f.HASHES, htmx=st.booleans())
+@example(form={"answer_order_id": "A-1005\x00"}, shown="shown", htmx=True)
+@example(form={"answer_order_id": "A-1005", "answer_extra": "x"}, shown="shown", htmx=False)
+def test_any_answer_is_answered_without_a_server_error(door, client, question, form, shown, htmx):
+    with door("answer") as answered:
+        data = {**form, "arguments_hash": hash_for(question, shown)}
+        answered(client.post(reverse("approvals:call_answer", args=[question.pk]), data, headers=f.htmx(htmx)))
 
 
 @pytest.fixture

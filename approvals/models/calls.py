@@ -143,7 +143,9 @@ class ToolCall(models.Model):
 
     @property
     def review_hash(self) -> str:
-        """The hash a decision must be bound to."""
+        """The hash a decision must be bound to (of a question: the question shown)."""
+        if self.kind == self.Kind.QUESTION:
+            return args_hash(self.question)
         if self.approved_arguments is None:
             return self.arguments_hash
         return args_hash(self.approved_arguments)
@@ -161,6 +163,8 @@ class ToolCall(models.Model):
 
     @property
     def current_description(self) -> str:
+        if self.kind == self.Kind.QUESTION:
+            return f"Question: {self.question.get('prompt', '')}"
         return self.edited_description or self.description
 
     @property

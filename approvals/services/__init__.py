@@ -29,6 +29,7 @@ from .errors import (
 from .execution import EXECUTABLE, toolcall_claim, toolcall_execute
 from .gate import ProposedCall, step_record
 from .previews import toolcall_edit_changes, toolcall_preview
+from .questions import AnswerRefused, question_from_agent, toolcall_answer
 from .runs import (
     request_resume,
     run_begin_turn,
@@ -48,6 +49,7 @@ from .undo import toolcall_undo
 
 __all__ = [
     "AlreadyDecided",
+    "AnswerRefused",
     "EXECUTABLE",
     "DecisionError",
     "EditInvalid",
@@ -76,6 +78,8 @@ __all__ = [
     "stuck_runs",
     "sweep_apply",
     "tool_for",
+    "question_from_agent",
+    "toolcall_answer",
     "toolcall_approve_many",
     "toolcall_claim",
     "toolcall_decide",

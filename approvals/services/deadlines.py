@@ -91,7 +91,10 @@ def _reject_overdue(call: ToolCall, reason: str) -> Decision:
     )
     ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.EXPIRED, reviewing_by=None, reviewing_until=None)
     audit.record(audit.AuditEvent.Kind.EXPIRED, tool_call=call, payload={"reason": reason})
-    record_output(call=call, output=f"Rejected by the system: {reason}. Nothing was done.")
+    if call.kind == ToolCall.Kind.QUESTION:  # a tool's question nobody answered
+        record_output(call=call, output=f"Nobody answered the question in time ({reason}); there is no answer.")
+    else:
+        record_output(call=call, output=f"Rejected by the system: {reason}. Nothing was done.")
     shadow_settle(call=call, verdict=Decision.Verdict.EXPIRE)
     live.call_changed(call.pk)
     request_resume(call.run_id)

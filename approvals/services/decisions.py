@@ -130,6 +130,8 @@ def _offered(call: ToolCall, verdict: str, guidance: str) -> None:
     """The tool offers this decision (a remote agent declares which of approve, edit, reject, respond it takes)."""
     if verdict not in (Decision.Verdict.REJECT, *Decision.APPROVING):
         return  # refused below as unknown
+    if call.kind == ToolCall.Kind.QUESTION and verdict != Decision.Verdict.REJECT:
+        raise NotAllowed("A question is answered (or declined with a reason), not approved.")
     tool = registry.for_call(call)
     offered = tool.decisions if tool is not None else ("reject",)
     wanted = "respond" if verdict == Decision.Verdict.REJECT and guidance else verdict
@@ -193,7 +195,8 @@ def _apply(call: ToolCall, decision: Decision, approval: _Approval | None) -> No
     if approval is None:
         calls.update(status=ToolCall.Status.REJECTED, **UNCLAIM)
         note = " The reviewer's guidance follows." if decision.guidance else ""
-        record_output(call=call, output=f"Rejected by reviewer: {decision.reason}{note}")
+        verb = "Declined by reviewer (no answer)" if call.kind == ToolCall.Kind.QUESTION else "Rejected by reviewer"
+        record_output(call=call, output=f"{verb}: {decision.reason}{note}")
     elif decision.final:
         calls.update(status=ToolCall.Status.APPROVED, **approval.changes, **UNCLAIM)
     else:

@@ -12,9 +12,10 @@ from .. import audit, live, policy
 from ..hashing import args_hash
 from ..models import ToolCall, ToolSetting
 from ..text import edit_summary
-from ..tools import ArgumentsInvalid, Tool, ToolContext, registry
+from ..tools import ArgumentsInvalid, Ask, Tool, ToolContext, registry
 from .deadlines import set_deadline
 from .decisions import counted_approvals, effective_group
+from .questions import question_from_execution
 from .steps import run_tool_body
 from .transcript import record_output
 
@@ -158,7 +159,12 @@ def toolcall_execute(*, call: ToolCall) -> bool:
     if problem:
         return _finish(call, ToolCall.Status.FAILED, problem)
     context = ToolContext(call.idempotency_key, call.run_id, call.run.dry_run, retake)
-    status, output = run_tool_body(call, tool, args, context)
+    try:
+        status, output = run_tool_body(call, tool, args, context)
+    except Ask as ask:  # the tool asks a person: the call waits as a question (services/questions.py)
+        status, output = ToolCall.Status.FAILED, question_from_execution(call, ask)
+        if not output:
+            return False
     if call.arguments is not None and arguments != call.arguments:
         output = f"{edit_summary(call.arguments, arguments)}\nResult: {output}"
     return _finish(call, status, output)

@@ -13,8 +13,9 @@ from django.utils import timezone
 from .. import policy, revisions, storable
 from ..hashing import args_hash
 from ..models import AuditEvent, Message, Run, Tier, ToolCall, ToolSetting
-from ..tools import ArgumentsInvalid, Tool, ToolContext, registry
+from ..tools import ArgumentsInvalid, Ask, Tool, ToolContext, registry
 from .deadlines import set_deadline
+from .questions import question_from_gate
 from .steps import Gated, run_tool_body, step_store
 
 
@@ -218,7 +219,12 @@ def _run_now(run: Run, item: Gated) -> None:
     """
     call = item.call
     key = f"run-{run.public_id}-{call.call_id}"
-    status, output = run_tool_body(call, item.tool, item.args, ToolContext(key, run.pk, run.dry_run))
+    try:
+        status, output = run_tool_body(call, item.tool, item.args, ToolContext(key, run.pk, run.dry_run))
+    except Ask as ask:  # the tool asks a person: the call waits as a question (services/questions.py)
+        status, output = ToolCall.Status.FAILED, question_from_gate(item, ask)
+        if not output:
+            return
     call.status, call.output, call.output_recorded = status, output, True
     call.claimed_at = call.executed_at = timezone.now()
     item.ran_with_key = key

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from .. import audit, live
 from ..hashing import args_hash
 from ..models import AuditEvent, Message, PolicyRule, Run, ShadowResult, ToolCall
-from ..tools import Tool, ToolContext, ToolError
+from ..tools import Ask, Tool, ToolContext, ToolError
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +38,8 @@ def run_tool_body(call: ToolCall, tool: Tool, args, context: ToolContext) -> tup
     """The tool's own code: its status and output; an error becomes the output, never an exception."""
     try:
         return ToolCall.Status.EXECUTED, tool.run(args, context)
+    except Ask:
+        raise  # a question for a person: the caller makes the call wait (services/questions.py)
     except ToolError as exc:
         return ToolCall.Status.FAILED, f"Error: {exc}"
     except Exception as exc:

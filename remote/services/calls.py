@@ -18,6 +18,7 @@ from django.utils import timezone
 from approvals import access, audit, live, services
 from approvals.hashing import args_hash, canonical_json
 from approvals.models import Message, Run, Tier, ToolCall
+from approvals.questions import question_problem
 from approvals.services.transcript import record_output
 from approvals.tools import ArgumentsInvalid
 
@@ -75,6 +76,18 @@ def _declared(agent: RemoteAgent, name: str, arguments: dict) -> DeclaredTool:
     return tool
 
 
+def _question(question: dict | None) -> dict | None:
+    """The question a proposal asks, as stored (the schema under its own name); 422 if nobody could answer it."""
+    if not question:
+        return None
+    schema = question["schema_"] if "schema_" in question else question.get("schema")
+    question = {"prompt": question["prompt"], "schema": schema, "payload": question.get("payload") or {}}
+    problem = question_problem(question)
+    if problem:
+        raise Invalid(f"question: {problem}", {"question": [problem]})
+    return question
+
+
 def call_refusal(call: ToolCall) -> Invalid | None:
     """For a call the gate refused (a rule forbids it): the 422 the agent gets. It is in the trail all the same,
     so the API raises it after the proposal's commit."""
@@ -97,6 +110,7 @@ def call_propose(*, agent: RemoteAgent, proposal: dict) -> tuple[ToolCall, bool]
     if existing is not None:
         return existing, False
     tool = _declared(agent, proposal["tool"], proposal["arguments"])
+    question = _question(proposal.get("question"))
     run = _thread_run(agent, proposal["thread_id"], proposal["user_request"])
     if proposal["user_request"] and proposal["user_request"] != run.messages.filter(role="user").last().content:
         services.message_append(run=run, role=Message.Role.USER, content=proposal["user_request"])
@@ -104,6 +118,8 @@ def call_propose(*, agent: RemoteAgent, proposal: dict) -> tuple[ToolCall, bool]
     proposed = services.ProposedCall(f"call_{uuid.uuid4().hex[:24]}", tool.qualified_name, raw)
     message = services.step_record(run=run, content=proposal["reasoning"], calls=[proposed])
     call = message.calls.get()
+    if question and call.status not in (ToolCall.Status.FORBIDDEN, ToolCall.Status.INVALID):
+        services.question_from_agent(call=call, question=question)
     fields = {"agent_facts": proposal["facts"], "user_request": proposal["user_request"] or run.request}
     ToolCall.objects.filter(pk=call.pk).update(**fields)
     RemoteCall.objects.create(

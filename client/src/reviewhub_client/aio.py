@@ -62,9 +62,10 @@ class AsyncReviewHub:
         reasoning: str | None = None,
         user_request: str | None = None,
         facts: dict | None = None,
+        question: dict | None = None,
     ) -> Call:
         fields = {"thread_id": thread_id, "tool": tool, "arguments": arguments, "idempotency_key": idempotency_key}
-        fields |= {"reasoning": reasoning, "user_request": user_request, "facts": facts}
+        fields |= {"reasoning": reasoning, "user_request": user_request, "facts": facts, "question": question}
         return await self._send(_api.propose(**fields), Call)
 
     async def call(self, call_id: int, *, wait: float = 0) -> Call:

@@ -93,10 +93,12 @@ class ReviewHub:
         reasoning: str | None = None,
         user_request: str | None = None,
         facts: dict | None = None,
+        question: dict | None = None,
     ) -> Call:
-        """Propose a call; the same idempotency key again returns the same call."""
+        """Propose a call; the same idempotency key again returns the same call. With a `question`
+        ({"prompt", "schema", "payload"}) the call asks a person: the answer comes back as `decision.answer`."""
         fields = {"thread_id": thread_id, "tool": tool, "arguments": arguments, "idempotency_key": idempotency_key}
-        fields |= {"reasoning": reasoning, "user_request": user_request, "facts": facts}
+        fields |= {"reasoning": reasoning, "user_request": user_request, "facts": facts, "question": question}
         return self._send(_api.propose(**fields), Call)
 
     def call(self, call_id: int, *, wait: float = 0) -> Call:

@@ -27,7 +27,7 @@ def to_langchain(call: Call) -> dict[str, Any]:
         return {"type": "approve"}
     if decision.verdict == "edit":
         return {"type": "edit", "edited_action": {"name": call.tool, "args": decision.arguments or {}}}
-    if decision.verdict == "respond":
+    if decision.verdict in ("respond", "answer"):  # an answer to the tool's question: the message the model reads
         return {"type": "respond", "message": decision.tool_message()}
     return {"type": "reject", "message": decision.reason or decision.tool_message()}
 

@@ -2,6 +2,7 @@
 
 Models ignore fields they do not know, so a newer server does not break an older client."""
 
+import json
 from datetime import datetime
 from typing import Any, Literal
 
@@ -9,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Tier = Literal["read_only", "reversible", "approval", "forbidden"]
 # A newer server may add statuses or verdicts: they are read as plain strings, these are the ones known today.
-VERDICTS = ("approve", "edit", "reject", "respond", "expire")
+VERDICTS = ("approve", "edit", "reject", "respond", "expire", "answer")
 STATUSES = ("pending", "approved", "rejected", "expired", "cancelled", "executing", "executed", "failed")
 
 DONE = frozenset({"executed", "failed"})
@@ -49,6 +50,7 @@ class Decision(_Model):
     reviewer: str | None = None
     decided_at: datetime | None = None
     execution_key: str | None = None
+    answer: Any = None  # a question's answer (verdict "answer"): the tool's output
 
     @property
     def approved(self) -> bool:
@@ -59,6 +61,8 @@ class Decision(_Model):
         """What the model should read in place of the tool's result when the call did not run."""
         if self.verdict == "respond":
             return self.guidance or self.reason or "The reviewer answered instead of running the tool."
+        if self.verdict == "answer":
+            return json.dumps({"answer": self.answer}, ensure_ascii=False)
         if self.verdict == "expire":
             return "Not executed: nobody decided this call before it expired."
         reason = f": {self.reason}" if self.reason else ""
@@ -85,6 +89,7 @@ class Call(_Model):
     created_at: datetime | None = None
     expires_at: datetime | None = None
     url: str = ""
+    question: dict[str, Any] | None = None  # what the call asks a person, if it asks
 
     @property
     def pending(self) -> bool:
