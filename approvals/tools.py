@@ -22,6 +22,8 @@ DECISIONS = ("approve", "edit", "reject", "respond")
 
 MASK = "***"
 
+CALL, CHECKPOINT = "call", "checkpoint"  # a Tool's kind: the model calls it, or the loop holds a stage with it
+
 
 class ToolError(Exception):
     """A tool refused to do what it was asked; the message goes to the model."""
@@ -88,6 +90,8 @@ class Tool:
     # Whether reviewers may approve or reject this tool's calls from a chat message (Slack's buttons).
     # Never for calls that need several approvals, whatever this says (access.can_decide_in_chat).
     chat_decisions: bool = False
+    # CHECKPOINT: a named stage of an agent's work (agents.agents.Checkpoint), never offered to the model.
+    kind: str = CALL
 
     def masked(self, arguments):
         """The arguments with the sensitive fields' values replaced, for logs and chat."""
@@ -254,7 +258,7 @@ class Registry:
 
     def offered(self, *, agent: str | None = None) -> list[Tool]:
         """What a model may be offered: forbidden tools never are."""
-        return [tool for tool in self.all(agent=agent) if tool.tier != Tier.FORBIDDEN]
+        return [tool for tool in self.all(agent=agent) if tool.tier != Tier.FORBIDDEN and tool.kind != CHECKPOINT]
 
     def openai_specs(self, *, agent: str | None = None) -> list[dict]:
         """Specs for the model (of `agent`'s tools, if given): forbidden tools are never offered. Built once per

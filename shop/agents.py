@@ -12,7 +12,7 @@ from approvals.models import Tier
 from approvals.tools import Searchable, Tool
 from approvals.tools import registry as tools
 
-from . import script
+from . import replies, script
 from . import tools as t
 
 ORDER_NUMBER = Searchable("order_id", pattern=r"[A-Za-z]-[0-9]+", forms=("upper",), label="an order number (A-1001)")
@@ -105,6 +105,8 @@ SUPPORT = Agent(
         "Check the status of order A-1002 and refund $35 for the missing item.",
         "Cancel order A-1004.",
     ),
+    # Its final answer is held as a draft a person approves, edits or sends back (shop/replies.py).
+    checkpoints=(replies.CHECKPOINT_REPLY,),
 )
 
 ORDERS = Agent(
@@ -120,7 +122,7 @@ ORDERS = Agent(
 
 
 def register() -> None:
-    for tool in TOOLS:
+    for tool in TOOLS + [replies.TOOL]:
         tools.register(tool)
     agents.register(SUPPORT)
     agents.register(ORDERS)
