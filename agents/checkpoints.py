@@ -54,23 +54,18 @@ def hold_final_answer(run: Run, content: str, calls: list, messages: list[dict])
 def settle(run: Run, step: Message) -> bool:
     """After a checkpoint's step is answered: the approved draft becomes the final answer, or the run fails
     with the reason (expired, not delivered). Whether it did either; a draft sent back goes to the model."""
-    if _checkpoint(run) is None:
-        return False
+    checkpoint = _checkpoint(run)
+    if checkpoint is None or all(c["function"]["name"] != checkpoint.name for c in step.tool_calls):
+        return False  # decided in memory: a step without the checkpoint costs no statement
     call = step.calls.filter(kind=ToolCall.Kind.CHECKPOINT).first()
     if call is None or call.status in GO_ON:
         return False
     if call.status == ToolCall.Status.EXECUTED:
         _append_answer(run, step, (call.approved_arguments or {}).get("draft", ""))
         return True
-    title = _title(run, call)
     reason = FAILED_BECAUSE.get(call.status, "The checkpoint “{title}” ended as {output}.")
-    services.run_fail(run=run, error=reason.format(title=title, output=call.output or call.status))
+    services.run_fail(run=run, error=reason.format(title=checkpoint.title, output=call.output or call.status))
     return True
-
-
-def _title(run: Run, call: ToolCall) -> str:
-    checkpoint = _checkpoint(run)
-    return checkpoint.title if checkpoint and checkpoint.name == call.tool_name else call.tool_name
 
 
 def _append_answer(run: Run, step: Message, text: str) -> None:
@@ -79,4 +74,5 @@ def _append_answer(run: Run, step: Message, text: str) -> None:
         Run.objects.select_for_update().filter(pk=run.pk).first()
         later = run.messages.filter(seq__gt=step.seq, role=Message.Role.ASSISTANT).exists()
         if not later:
+            services.run_resumed(run=run)
             services.message_append(run=run, role=Message.Role.ASSISTANT, content=text)
