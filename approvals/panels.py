@@ -8,6 +8,7 @@ viewers with the same viewer_key().
 """
 
 from .access import can_decide
+from .checkpoints import stage_calls
 from .models import Decision, ToolCall
 
 PANEL_TEMPLATE = "approvals/partials/call_panel.html"
@@ -15,13 +16,16 @@ PANEL_TEMPLATE = "approvals/partials/call_panel.html"
 
 def panel_context(user, call: ToolCall, decision: Decision | None) -> dict:
     allowed, why = can_decide(user, call)
-    return {
+    context = {
         "call": call,
         "decision": decision,
         "can_decide": allowed and call.is_pending,
         "why_not": why,
         "decided_by_you": decision is not None and decision.reviewer_id == user.pk,
     }
+    if call.kind == ToolCall.Kind.CHECKPOINT:  # the run's calls this viewer may read: part of viewer_key
+        context["stage_calls"] = stage_calls(user, call)
+    return context
 
 
 def viewer_key(user, context: dict) -> str:
