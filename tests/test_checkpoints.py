@@ -2,9 +2,11 @@
 sends it back; only then is it the run's answer, and the reply is emailed once."""
 
 import pytest
+from django.core import checks
 
 from agents import loop
 from agents.agents import BEFORE_FINAL_ANSWER, Agent, Checkpoint
+from agents.agents import registry as agents
 from approvals import services
 from approvals.hashing import args_hash
 from approvals.models import AuditEvent, Message, Run, ToolCall
@@ -42,6 +44,16 @@ def test_a_checkpoint_declares_a_stage_before_the_final_answer():
     assert Agent(name="b", title="B", system_prompt="").final_answer_checkpoint() is None
     with pytest.raises(ValueError):
         Checkpoint(name="plan", title="Plan", pauses="after:draft_plan")
+
+
+def test_manage_check_reports_a_checkpoint_that_is_no_checkpoint_tool(monkeypatch):
+    monkeypatch.setattr(agents, "_agents", dict(agents._agents))
+    monkeypatch.setattr(registry, "_allowed", dict(registry._allowed))
+    agents.register(Agent(name="odd", title="Odd", system_prompt="", checkpoints=(Checkpoint("send_email", "Mail"),)))
+    errors = [e.msg for e in checks.run_checks() if e.id == "agents.E003"]
+    assert errors == [
+        "Agent 'odd' declares the checkpoint 'send_email', which is not a registered tool of kind checkpoint."
+    ]
 
 
 def test_a_checkpoint_is_never_offered_to_the_model():
