@@ -9,7 +9,7 @@ from agents.agents import BEFORE_FINAL_ANSWER, Agent, Checkpoint
 from agents.agents import registry as agents
 from approvals import services
 from approvals.hashing import args_hash
-from approvals.models import AuditEvent, Message, Run, ToolCall
+from approvals.models import AuditEvent, Message, PolicyRule, Run, ToolCall
 from approvals.tools import registry
 from shop.models import OutgoingEmail
 
@@ -175,3 +175,12 @@ def test_a_dry_run_approves_the_draft_and_emails_nobody(make_run, reviewer):
     run = finished(run)
     assert run.status == Run.Status.COMPLETED and OutgoingEmail.objects.count() == 0
     assert run.messages.order_by("-seq").first().content == call.arguments["draft"]
+
+
+def test_a_policy_rule_can_let_the_reply_go_without_review(make_run):
+    PolicyRule.objects.create(name="Replies go", tool_name="reply_to_customer", outcome=PolicyRule.Outcome.RUN)
+    run = make_run(LOOKUP)
+    assert run.status == Run.Status.COMPLETED
+    reply = run.tool_calls.get(kind=ToolCall.Kind.CHECKPOINT)
+    assert reply.status == ToolCall.Status.EXECUTED and not reply.decisions.exists()
+    assert OutgoingEmail.objects.get().body == run.messages.order_by("-seq").first().content
