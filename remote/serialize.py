@@ -56,6 +56,7 @@ def call_json(call: ToolCall, request=None) -> dict:
     remote = call.remote
     return {
         "id": call.pk,
+        "kind": call.kind,
         "thread_id": remote.thread_id,
         "tool": remote.tool.name,
         "tool_version": remote.tool.version,
