@@ -70,11 +70,11 @@ def test_a_reviewer_edits_the_draft_and_the_edited_text_is_sent(demo, page):
     card = open_draft(page, "A-1002")
     text = card.locator("textarea[name=arg_draft]")
     text.fill("")
-    card.get_by_role("button", name="Approve as edited").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
     expect(card.locator(".field.invalid")).to_contain_text("This field is required.")
     text = card.locator("textarea[name=arg_draft]")
     text.fill("Hi Lee, please send the parcel back and we will refund you.")
-    card.get_by_role("button", name="Approve as edited").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
     expect(card.locator(".outcome")).to_contain_text("Edited and approved by reviewer")
     assert emails(demo, "A-1002", wait=True) == ["Hi Lee, please send the parcel back and we will refund you."]
 

@@ -59,6 +59,14 @@ def test_editing_the_text_keeps_the_order_and_sends_the_edited_text(client, revi
     assert OutgoingEmail.objects.get().body == "Hi Maria, it ships today."
 
 
+def test_approving_the_text_as_shown_is_an_approval_not_an_edit(client, reviewer, draft):
+    client.force_login(reviewer)
+    as_sent = draft.arguments["draft"].replace("\n", "\r\n")  # how a browser sends a textarea's lines
+    post(client, draft, "edit", htmx=True, arg_draft=as_sent, arg_order_id="A-1003")
+    draft.refresh_from_db()
+    assert draft.final_decision().verdict == "approve" and draft.approved_arguments == draft.arguments
+
+
 def test_an_emptied_draft_is_refused_with_a_field_error_and_nothing_changes(client, reviewer, draft):
     client.force_login(reviewer)
     response = post(client, draft, "edit", htmx=True, arg_draft="", arg_order_id="A-1003")
