@@ -10,8 +10,14 @@ from dataclasses import dataclass, field
 
 from approvals.tools import registry as tools
 
-# When a checkpoint pauses the run. Only "before the final answer" is implemented.
+# When a checkpoint pauses the run: before the final answer, or after_tool("name") has run.
 BEFORE_FINAL_ANSWER = "before_final_answer"
+AFTER = "after:"
+
+
+def after_tool(name: str) -> str:
+    """`pauses` for a checkpoint held once the named tool has run (its output is the draft)."""
+    return AFTER + name
 
 
 @dataclass(frozen=True)
@@ -22,6 +28,8 @@ class Checkpoint:
     what the reviewer is shown and decides on ({"draft": ...}), and its code runs once the draft is
     approved (the demo's sends the reply to the customer). With `pauses` BEFORE_FINAL_ANSWER, a model
     reply without tool calls is held as a draft; only once approved (as edited) is it the run's answer.
+    With after_tool("x"), the output of a call of x is held as a draft before the model reads it again;
+    once approved, the checkpoint's output (the approved draft, as its code returns it) is what it reads.
     `about(messages)` may add arguments found in the transcript by code (the order a reply is about).
     """
 
@@ -31,8 +39,13 @@ class Checkpoint:
     about: Callable[[list[dict]], dict] | None = None
 
     def __post_init__(self):
-        if self.pauses != BEFORE_FINAL_ANSWER:
-            raise ValueError(f"checkpoint {self.name}: only pauses={BEFORE_FINAL_ANSWER!r} is supported")
+        if self.pauses != BEFORE_FINAL_ANSWER and not (self.pauses.startswith(AFTER) and self.after_tool):
+            raise ValueError(f"checkpoint {self.name}: pauses is {BEFORE_FINAL_ANSWER!r} or after_tool(name)")
+
+    @property
+    def after_tool(self) -> str:
+        """The tool this checkpoint follows ("" for one before the final answer)."""
+        return self.pauses.removeprefix(AFTER) if self.pauses.startswith(AFTER) else ""
 
 
 @dataclass(frozen=True)

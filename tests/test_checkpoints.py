@@ -5,7 +5,7 @@ import pytest
 from django.core import checks
 
 from agents import loop
-from agents.agents import BEFORE_FINAL_ANSWER, Agent, Checkpoint
+from agents.agents import BEFORE_FINAL_ANSWER, Agent, Checkpoint, after_tool
 from agents.agents import registry as agents
 from approvals import services
 from approvals.hashing import args_hash
@@ -42,8 +42,11 @@ def test_a_checkpoint_declares_a_stage_before_the_final_answer():
     agent = Agent(name="a", title="A", system_prompt="", checkpoints=(checkpoint,))
     assert agent.final_answer_checkpoint() == checkpoint
     assert Agent(name="b", title="B", system_prompt="").final_answer_checkpoint() is None
-    with pytest.raises(ValueError):
-        Checkpoint(name="plan", title="Plan", pauses="after:draft_plan")
+    assert Checkpoint(name="plan", title="Plan", pauses=after_tool("draft_plan")).after_tool == "draft_plan"
+    assert checkpoint.after_tool == ""
+    for wrong in ("after:", "sometimes"):
+        with pytest.raises(ValueError):
+            Checkpoint(name="plan", title="Plan", pauses=wrong)
 
 
 def test_manage_check_reports_a_checkpoint_that_is_no_checkpoint_tool(monkeypatch):
@@ -158,7 +161,7 @@ def test_sending_back_yields_a_second_draft_that_heeds_the_guidance(make_run, re
     assert OutgoingEmail.objects.get().body == second.arguments["draft"]
 
 
-def test_an_expired_draft_is_not_sent_and_the_run_fails_with_the_reason(make_run):
+def test_an_expired_draft_is_not_sent_and_the_run_fails_with_the_reason(make_run, requester, model):
     run = make_run(LOOKUP)
     services.toolcall_expire(call_id=held(run).pk)
     run = finished(run)
@@ -166,6 +169,13 @@ def test_an_expired_draft_is_not_sent_and_the_run_fails_with_the_reason(make_run
     assert "was not reviewed in time: it was not sent" in run.last_error
     assert OutgoingEmail.objects.count() == 0
     assert not run.messages.filter(role="assistant", tool_calls=[]).exists()
+    finished(run)  # a stray resumption changes nothing
+    assert Run.objects.get(pk=run.pk).status == Run.Status.FAILED and len(model.requests()) == 2
+
+    services.run_retry(run=run, user=requester)  # the model reads that the draft expired, and writes a new one
+    run = finished(run)
+    assert run.status == Run.Status.WAITING and len(model.requests()) == 3
+    assert held(run).arguments["draft"].startswith("Here is what happened:")
 
 
 def test_a_dry_run_approves_the_draft_and_emails_nobody(make_run, reviewer):
