@@ -10,7 +10,10 @@ the gate like any call (groups, expiry, claims, the trail, live pushes), and the
 - Sent back (rejected with guidance): the model reads the rejection and the guidance, and writes again;
   its next reply without tool calls is a new draft, a new checkpoint call.
 - Expired (or its tool failed): nothing is answered in the reviewer's name; the run fails with the reason,
-  and Retry asks the model for a new draft.
+  and Retry has the model read what happened and write a new draft.
+
+A checkpoint that pauses after_tool("x") holds the output of a call of x the same way, as one held call after
+that step, before the model reads on; once approved, the model reads the checkpoint's output.
 
 The transcript stays valid chat: the held reply is an assistant message whose one tool call is the
 checkpoint, followed by its tool row, and the final answer is an assistant message after it.
@@ -67,10 +70,10 @@ def settle(run: Run, step: Message) -> bool:
     call = step.calls.filter(kind=ToolCall.Kind.CHECKPOINT).first()
     if call is None:
         return _hold_after_tool(run, step, [c for c in checkpoints if c.after_tool in names])
-    checkpoint = next(c for c in checkpoints if c.name == call.tool_name)
-    if call.status in GO_ON or (call.status == ToolCall.Status.EXECUTED and checkpoint.after_tool):
-        return False
-    if call.status == ToolCall.Status.EXECUTED:
+    checkpoint = next((c for c in checkpoints if c.name == call.tool_name), None)
+    if checkpoint is None or call.status in GO_ON or (call.status == EXECUTED and checkpoint.after_tool):
+        return False  # the model goes on (a checkpoint since removed from the agent, too)
+    if call.status == EXECUTED:
         return _once_after(run, step, lambda: _answer(run, call.approved_arguments["draft"]))
     reason = FAILED_BECAUSE.get(call.status, "The checkpoint #{pk} “{title}” ended as {output}.")
     reason = reason.format(pk=call.pk, title=checkpoint.title, output=call.output or call.status)
