@@ -30,7 +30,15 @@ def test_the_card_shows_the_draft_who_it_goes_to_and_what_the_agent_did(client, 
     assert "maria.garcia@example.com" in html and "Maria Garcia" in html
     assert "get_order_status" in html and "Look up order A-1003" in html and "Executed" in html
     assert ">Send back</button>" in html and ">Approve</button>" in html
-    assert "Preview (dry run)" not in html  # the card is the checkpoint's own, not a tool call's
+    assert "Edit…" not in html  # the card is the checkpoint's own: the draft is edited in place
+
+
+def test_the_preview_shows_the_email_approving_would_send_and_sends_nothing(client, reviewer, draft):
+    client.force_login(reviewer)
+    url = reverse("approvals:call_preview", args=[draft.pk])
+    html = client.get(url, headers={"HX-Request": "true"}).content.decode()
+    assert "[dry run] Would send to maria.garcia@example.com" in html and "Subject: About your order A-1003" in html
+    assert not OutgoingEmail.objects.exists()
 
 
 def test_the_queue_row_says_checkpoint_reply_to_the_customer(client, reviewer, draft):
