@@ -36,7 +36,7 @@ def sees_call_and_pending_count(user, call_id: int) -> tuple[bool, int]:
 # --- the triage list (approvals/triage.py says what its filters mean) ------------------------------
 
 ROW_FIELDS = (
-    "id", "tool_name", "tier", "status", "description", "edited_description", "arguments", "approved_arguments",
+    "id", "kind", "tool_name", "tier", "status", "description", "edited_description", "arguments", "approved_arguments",
     "arguments_hash", "facts", "created_at", "expires_at", "warn_at", "escalated_at", "review_round",
     "required_approvals", "reviewing_until",
     "run__id", "run__agent", "run__dry_run", "run__requested_by_id", "run__advanced_by",

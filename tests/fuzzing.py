@@ -76,6 +76,7 @@ GOOD = {
     "subject": mostly(st.sampled_from(["Your refund"]), FORM_VALUES),
     "body": mostly(st.sampled_from(["Hello Dana, your refund is on its way."]), ANY_TEXT),
     "customer_id": NUMBERS,
+    "draft": mostly(st.sampled_from(["Hi Dana, your refund is on its way."]), ANY_TEXT),  # a checkpoint's
 }
 FIELD_VALUES = {name: mostly(strategy, JSON_VALUES) for name, strategy in GOOD.items()}
 ARGUMENTS = st.fixed_dictionaries({}, optional={**FIELD_VALUES, "to_card": JSON_VALUES})
