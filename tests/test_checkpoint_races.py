@@ -1,5 +1,6 @@
-"""Two reviewers deciding one held draft at once, each then resuming the run: one outcome, one email,
-one final answer. Real threads, each with its own PostgreSQL connection, released together per trial."""
+"""Two reviewers deciding one held draft at once (approve and edit; approve and send back), each then
+resuming the run: one outcome; one email and one final answer, or one new draft. Real threads, each with its
+own PostgreSQL connection, released together per trial."""
 
 import json
 from collections import Counter
@@ -73,4 +74,44 @@ def test_approve_and_edit_racing_on_one_draft_send_one_email_and_answer_once(
         answers = run.messages.filter(role=Message.Role.ASSISTANT, tool_calls=[])
         assert list(answers.values_list("content", flat=True)) == [sent]
     assert OutgoingEmail.objects.count() == len(calls)
+    print(f"\n{len(calls)} races; winners: {dict(winners)}")
+
+
+def send_back_then_resume(call_id: int, reviewer):
+    call = ToolCall.objects.get(pk=call_id)
+    try:
+        got = services.toolcall_respond(
+            call_id=call_id, reviewer=reviewer, shown_hash=call.review_hash, reason="No.", guidance="Say sorry."
+        )
+    except services.DecisionError as exc:
+        got = exc
+    loop.advance(call.run_id)
+    return got
+
+
+def test_approve_and_send_back_racing_on_one_draft_end_in_one_outcome(
+    require_postgres, shop, reviewer, reviewer2, requester, model
+):
+    calls = held_drafts(requester, 20)
+    results = race(
+        {
+            "approve": lambda pk: decide_then_resume(pk, reviewer, "approve"),
+            "send_back": lambda pk: send_back_then_resume(pk, reviewer2),
+        },
+        [c.pk for c in calls],
+    )
+    winners = Counter()
+    for i, call in enumerate(calls):
+        won = [name for name, got in ((n, results[n][i]) for n in results) if isinstance(got, Decision)]
+        assert len(won) == 1, f"trial {i}: {[results[n][i] for n in results]}"
+        winners[won[0]] += 1
+        run = Run.objects.get(pk=call.run_id)
+        drafts = run.tool_calls.filter(kind=ToolCall.Kind.CHECKPOINT)
+        if won[0] == "approve":  # sent once, and the answer
+            assert OutgoingEmail.objects.filter(idempotency_key=call.idempotency_key).count() == 1
+            assert run.status == Run.Status.COMPLETED and drafts.count() == 1
+        else:  # nothing sent; one new draft, heeding the guidance, waits
+            assert not OutgoingEmail.objects.filter(idempotency_key=call.idempotency_key).exists()
+            assert run.status == Run.Status.WAITING and drafts.count() == 2
+            assert drafts.get(status=ToolCall.Status.PENDING).arguments["draft"].endswith("Say sorry.")
     print(f"\n{len(calls)} races; winners: {dict(winners)}")
