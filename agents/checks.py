@@ -3,6 +3,7 @@
 from django.conf import settings
 from django.core import checks
 
+from approvals.tools import CHECKPOINT
 from approvals.tools import registry as tools
 
 from . import llm
@@ -38,4 +39,20 @@ def agents_declare_registered_tools(app_configs=None, **kwargs) -> list[checks.C
         for agent in registry.all()
         for name in agent.tools
         if tools.get(name) is None
+    ]
+
+
+@checks.register()
+def agents_declare_registered_checkpoints(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    """A checkpoint names a registered tool of kind checkpoint: its code runs once the draft is approved."""
+    return [
+        checks.Error(
+            f"Agent {agent.name!r} declares the checkpoint {checkpoint.name!r}, which is not a registered tool "
+            "of kind checkpoint.",
+            hint="Register a Tool(name=..., kind=approvals.tools.CHECKPOINT, ...) for it.",
+            id="agents.E003",
+        )
+        for agent in registry.all()
+        for checkpoint in agent.checkpoints
+        if getattr(tools.get(checkpoint.name), "kind", None) != CHECKPOINT
     ]

@@ -18,7 +18,7 @@ from approvals import services, storable
 from approvals.models import Message, Run, ToolCall
 from approvals.tools import registry
 
-from . import llm
+from . import checkpoints, llm
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +79,8 @@ def _advance(run_id: int, *, only: str | None) -> str | None:
             if not _answer_step(run, step):
                 return None
             continue
+        if step is not None and checkpoints.settle(run, step):
+            continue  # a checkpoint's draft, decided: the run's answer, or the reason it has none
         if messages[-1].role == Message.Role.ASSISTANT and not messages[-1].tool_calls:
             services.run_complete(run=run)
             return
@@ -100,15 +102,15 @@ def _advance(run_id: int, *, only: str | None) -> str | None:
 def _take_turn(run: Run, messages: list[Message]) -> bool | None:
     """One model turn and its step, recorded in one commit. Whether this worker holds the next turn
     (claimed by that commit); None when the run stops here (the model failed, or the turn was given away)."""
+    transcript = [m.as_openai() for m in messages]
     try:
-        reply = llm.complete([m.as_openai() for m in messages], registry.openai_specs(agent=run.agent))
+        reply = llm.complete(transcript, registry.openai_specs(agent=run.agent))
     except llm.ModelError as exc:
         services.run_fail(run=run, error=str(exc))
         return None
     turn = run.step_count
-    recorded = services.step_record(
-        run=run, content=reply.content, calls=reply.calls, turn=turn, transcript=messages, **FUSED
-    )
+    content, calls = checkpoints.hold_final_answer(run, reply.content, reply.calls, transcript)
+    recorded = services.step_record(run=run, content=content, calls=calls, turn=turn, transcript=messages, **FUSED)
     if recorded is None:
         return None  # the turn outlived its lease and was given to another worker
     return run.thinking and run.step_count == turn + 1

@@ -107,4 +107,4 @@ def _field_value(kind: str, text: str | None):
         return float(text)
     if kind == "integer":
         return int(text)
-    return text
+    return text.replace("\r\n", "\n")  # a browser sends a textarea's line breaks as CRLF: not an edit

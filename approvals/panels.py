@@ -8,6 +8,7 @@ viewers with the same viewer_key().
 """
 
 from .access import can_decide
+from .checkpoints import stage_calls
 from .models import Decision, ToolCall
 from .questions import answer_fields, payload_table
 
@@ -16,7 +17,7 @@ PANEL_TEMPLATE = "approvals/partials/call_panel.html"
 
 def panel_context(user, call: ToolCall, decision: Decision | None) -> dict:
     allowed, why = can_decide(user, call)
-    return {
+    context = {
         "call": call,
         "decision": decision,
         "can_decide": allowed and call.is_pending,
@@ -24,6 +25,9 @@ def panel_context(user, call: ToolCall, decision: Decision | None) -> dict:
         "decided_by_you": decision is not None and decision.reviewer_id == user.pk,
         **question_context(call),
     }
+    if call.kind == ToolCall.Kind.CHECKPOINT:  # the run's calls this viewer may read: part of viewer_key
+        context["stage_calls"] = stage_calls(user, call)
+    return context
 
 
 def question_context(call: ToolCall, values: dict | None = None, errors: dict | None = None) -> dict:

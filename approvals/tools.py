@@ -23,6 +23,8 @@ DECISIONS = ("approve", "edit", "reject", "respond")
 
 MASK = "***"
 
+CALL, CHECKPOINT = "call", "checkpoint"  # a Tool's kind: the model calls it, or the loop holds a stage with it
+
 
 class ToolError(Exception):
     """A tool refused to do what it was asked; the message goes to the model."""
@@ -105,6 +107,8 @@ class Tool:
     chat_decisions: bool = False
     # How a person's answer to this tool's question reads as its output (default: the answer as JSON).
     answered: Callable[[BaseModel, Any], str] | None = None
+    # CHECKPOINT: a named stage of an agent's work (agents.agents.Checkpoint), never offered to the model.
+    kind: str = CALL
 
     def masked(self, arguments):
         """The arguments with the sensitive fields' values replaced, for logs and chat."""
@@ -285,7 +289,7 @@ class Registry:
 
     def offered(self, *, agent: str | None = None) -> list[Tool]:
         """What a model may be offered: forbidden tools never are."""
-        return [tool for tool in self.all(agent=agent) if tool.tier != Tier.FORBIDDEN]
+        return [tool for tool in self.all(agent=agent) if tool.tier != Tier.FORBIDDEN and tool.kind != CHECKPOINT]
 
     def openai_specs(self, *, agent: str | None = None) -> list[dict]:
         """Specs for the model (of `agent`'s tools, if given): forbidden tools are never offered. Built once per

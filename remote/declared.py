@@ -7,13 +7,14 @@ there are no facts of ours to fetch and no function to run (the agent executes i
 
 import json
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from jsonschema import validators
 from jsonschema.exceptions import SchemaError
 
-from approvals.tools import ArgumentsInvalid, Tool, arguments_object
+from approvals.models import ToolCall
+from approvals.tools import CHECKPOINT, ArgumentsInvalid, Tool, arguments_object
 
 from .models import DeclaredTool, RemoteCall, Thread
 
@@ -152,6 +153,22 @@ def adapter_for(tool: DeclaredTool) -> DeclaredToolAdapter:
 
 
 def tool_for_call(call) -> DeclaredToolAdapter | None:
+    """The declaration a remote call was proposed under (as a checkpoint, for a call of that kind)."""
+    tool = _declared_for_call(call)
+    if tool is not None and call.kind == ToolCall.Kind.CHECKPOINT:
+        return replace(tool, kind=CHECKPOINT)
+    return tool
+
+
+def draft_problem(tool: DeclaredTool) -> str:
+    """Why this declared tool cannot be asked for as a checkpoint ("" when it can): it must take a draft."""
+    properties = tool.input_schema.get("properties") or {}
+    if (properties.get("draft") or {}).get("type") != "string" or "draft" not in tool.input_schema.get("required", []):
+        return f'{tool.name} cannot be a checkpoint: its input schema must require a string "draft".'
+    return ""
+
+
+def _declared_for_call(call) -> DeclaredToolAdapter | None:
     """The declaration a remote call was proposed under; while it is being proposed, the agent's current one."""
     if call.pk is not None:
         found = RemoteCall.objects.filter(tool_call_id=call.pk).values_list("tool_id", "tool__created_at").first()

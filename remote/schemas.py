@@ -62,6 +62,9 @@ class QuestionIn(In):
 
 
 class CallIn(In):
+    # "checkpoint": a named stage of the agent's work (its tool declares a string "draft"): a reviewer
+    # approves, edits or sends back the draft (docs/api.md, Checkpoints).
+    kind: Literal["call", "checkpoint"] = "call"
     thread_id: str = Field(min_length=1, max_length=200)
     tool: str = Field(pattern=TOOL_NAME_PATTERN)
     arguments: dict[str, Any]

@@ -58,6 +58,7 @@ def call_json(call: ToolCall, request=None) -> dict:
     remote = call.remote
     return {
         "id": call.pk,
+        "kind": call.kind,
         "thread_id": remote.thread_id,
         "kind": call.kind,
         "tool": remote.tool.name if remote.tool else call.tool_name,  # a model turn has no declared tool

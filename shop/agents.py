@@ -13,7 +13,7 @@ from approvals.tools import Searchable, Tool
 from approvals.tools import registry as tools
 
 from . import choose_order as c
-from . import script
+from . import replies, script
 from . import tools as t
 
 ORDER_NUMBER = Searchable("order_id", pattern=r"[A-Za-z]-[0-9]+", forms=("upper",), label="an order number (A-1001)")
@@ -119,6 +119,8 @@ SUPPORT = Agent(
         "I'm dana.smith@example.com, my item arrived broken, please refund it.",
         "The customer of order A-1005 threatens a chargeback. Check the order.",
     ),
+    # Its final answer is held as a draft a person approves, edits or sends back (shop/replies.py).
+    checkpoints=(replies.CHECKPOINT_REPLY,),
 )
 
 ORDERS = Agent(
@@ -134,7 +136,7 @@ ORDERS = Agent(
 
 
 def register() -> None:
-    for tool in TOOLS:
+    for tool in TOOLS + [replies.TOOL]:
         tools.register(tool)
     agents.register(SUPPORT)
     agents.register(ORDERS)

@@ -5,6 +5,7 @@ Like a real model it may call a tool its agent does not have (a refund asked of 
 agent, a made-up cancel_order): the gate answers that there is no such tool.
 """
 
+import json
 import re
 
 from .script_orders import follow_choice, plan_without_order
@@ -98,9 +99,28 @@ def follow_up(messages: list[dict]) -> tuple[str, list[dict]]:
     return "Here is what happened:\n" + "\n".join(f"- {o}" for o in outputs), []
 
 
+GUIDANCE = re.compile(r"^Guidance from reviewer [^:]*: ", re.MULTILINE)
+
+
+def revise(messages: list[dict]) -> tuple[str, list[dict]] | None:
+    """After a reviewer sent the draft reply back: a new draft that heeds their guidance (None otherwise)."""
+    step = next((m for m in reversed(messages) if m.get("role") == "assistant"), {})
+    held = [c for c in step.get("tool_calls") or [] if c["function"]["name"] == "reply_to_customer"]
+    if not held:
+        return None
+    draft = json.loads(held[0]["function"].get("arguments") or "{}").get("draft", "")
+    last = messages[-1]
+    said = GUIDANCE.sub("", last.get("content") or "") if last.get("role") == "user" else ""
+    return f"{draft}\n\n{said.strip() or 'Sorry for any trouble this caused.'}", []
+
+
 def respond(request: dict) -> tuple[str, list[dict]]:
-    """Plan from the latest user message (the request, or a reviewer's guidance after tool outputs)."""
+    """Plan from the latest user message (the request, or a reviewer's guidance after tool outputs);
+    a draft reply sent back is written again, heeding the guidance."""
     messages = request.get("messages") or []
+    revised = revise(messages)
+    if revised is not None:
+        return revised
     last = messages[-1] if messages else {"role": "user", "content": ""}
     if last.get("role") == "tool":
         return follow_up(messages)

@@ -77,6 +77,7 @@ GOOD = {
     "body": mostly(st.sampled_from(["Hello Dana, your refund is on its way."]), ANY_TEXT),
     "customer_id": NUMBERS,
     "email": mostly(st.sampled_from(["dana.smith@example.com", "lee.wong@example.com"]), st.emails() | ANY_TEXT),
+    "draft": mostly(st.sampled_from(["Hi Dana, your refund is on its way."]), ANY_TEXT),  # a checkpoint's
 }
 FIELD_VALUES = {name: mostly(strategy, JSON_VALUES) for name, strategy in GOOD.items()}
 ARGUMENTS = st.fixed_dictionaries({}, optional={**FIELD_VALUES, "to_card": JSON_VALUES})

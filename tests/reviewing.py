@@ -39,6 +39,16 @@ def run_with(user, *calls: tuple[str, dict]) -> Run:
     return run
 
 
+def approve_reply(run: Run, reviewer) -> Run:
+    """Approve the draft the support agent's final answer waits as (its "Reply to the customer" checkpoint),
+    and let the run finish with it."""
+    call = run.tool_calls.get(kind=ToolCall.Kind.CHECKPOINT, status=ToolCall.Status.PENDING)
+    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+    loop.advance(run.pk)
+    run.refresh_from_db()
+    return run
+
+
 def call_url(call: ToolCall) -> str:
     return reverse("approvals:call", args=[call.pk])
 

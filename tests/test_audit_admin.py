@@ -160,8 +160,9 @@ def test_the_call_page_flags_an_event_that_was_changed(client, auditor, approved
 def test_the_call_list_filters_by_tool_tier_outcome_reviewer_and_date(client, auditor, approved_refund, reviewer2):
     client.force_login(auditor)
     lookup = ToolCall.objects.get(tool_name="get_order_status")
+    reply = ToolCall.objects.get(tool_name="reply_to_customer")  # the run's answer, waiting as a draft reply
     url = changelist("toolcall")
-    assert ids(client.get(url)) == [lookup.pk, approved_refund.pk]
+    assert ids(client.get(url)) == [lookup.pk, approved_refund.pk, reply.pk]
     assert ids(client.get(url, {"tool": "issue_refund"})) == [approved_refund.pk]
     assert ids(client.get(url, {"tier": "read_only"})) == [lookup.pk]
     assert ids(client.get(url, {"outcome": "approve"})) == [approved_refund.pk]
@@ -173,6 +174,7 @@ def test_the_call_list_filters_by_tool_tier_outcome_reviewer_and_date(client, au
     assert ids(client.get(url, {"created_at__gte": approved_refund.created_at.date().isoformat()})) == [
         lookup.pk,
         approved_refund.pk,
+        reply.pk,
     ]
 
 
@@ -195,8 +197,10 @@ def test_search_finds_calls_by_run_order_and_customer(client, auditor, approved_
     assert ids(client.get(url, {"q": str(approved_refund.run.public_id)})) == both
     assert ids(client.get(url, {"q": "A-1002"})) == both
     assert ids(client.get(url, {"q": "a-1002"})) == both
-    assert ids(client.get(url, {"q": "Lee"})) == [approved_refund.pk]
-    assert ids(client.get(url, {"q": "lee.wong@example.com"})) == [approved_refund.pk]
+    # The refund, and the run's reply to Lee (its facts name the customer), waiting as a draft.
+    reply = approved_refund.run.tool_calls.get(tool_name="reply_to_customer")
+    assert ids(client.get(url, {"q": "Lee"})) == [approved_refund.pk, reply.pk]
+    assert ids(client.get(url, {"q": "lee.wong@example.com"})) == [approved_refund.pk, reply.pk]
     assert ids(client.get(url, {"q": "A-1003"})) == []
     events = ids(client.get(changelist("auditevent"), {"q": "A-1002"}))
     assert events == sorted(AuditEvent.objects.filter(tool_call__in=both).values_list("pk", flat=True))

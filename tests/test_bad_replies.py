@@ -11,6 +11,7 @@ from approvals.models import AuditEvent, Run, ToolCall
 from approvals.services import ProposedCall
 
 from .badinput import REFUND, new_run, propose
+from .reviewing import approve_reply
 
 pytestmark = pytest.mark.django_db
 
@@ -135,15 +136,14 @@ def test_any_failure_while_advancing_a_run_leaves_it_failed_with_the_reason(make
     assert AuditEvent.objects.get(kind="run_failed", run=run).payload["error"] == run.last_error
 
 
-def test_a_failed_run_can_be_retried_after_an_unexpected_error(make_run, model, monkeypatch, requester):
+def test_a_failed_run_can_be_retried_after_an_unexpected_error(make_run, model, monkeypatch, requester, reviewer):
     with monkeypatch.context() as patch:
         patch.setattr(services, "step_record", lambda **kwargs: 1 / 0)
         run = make_run("Look up order A-1002.")
     assert run.status == Run.Status.FAILED
     services.run_retry(run=run, user=requester)
     loop.advance(run.pk)
-    run.refresh_from_db()
-    assert run.status == Run.Status.COMPLETED
+    assert approve_reply(run, reviewer).status == Run.Status.COMPLETED
 
 
 def test_an_unexpected_error_leaves_a_run_cancelled_meanwhile_cancelled(make_run, model, monkeypatch, requester):

@@ -29,6 +29,14 @@ def test_a_reviewer_edits_a_490_refund_to_49_approves_it_and_the_run_completes(d
     card.get_by_role("button", name="Approve with these arguments").click()
     expect(card.locator(".outcome")).to_contain_text("Edited and approved by reviewer")
 
+    # The model tells what happened; its answer waits as a draft reply to the customer, approved here.
+    reply = page.locator("#queue a.row-link", has_text="Reply to the customer").filter(has_text="A-1001")
+    expect(reply).to_have_count(1, timeout=20000)
+    reply.click()
+    card = page.locator("#detail article.call", has_text="Reply to the customer")
+    card.get_by_role("button", name="Approve", exact=True).click()
+    expect(card.locator(".outcome")).to_contain_text("Approved by reviewer")
+
     card.get_by_role("link", name="run").first.click()
     expect(page.locator("#run-status")).to_have_text("Completed", timeout=20000)
     expect(page.locator(".transcript")).to_contain_text("Refunded $49.00 on order A-1001")

@@ -74,5 +74,7 @@ def test_twenty_concurrent_decisions_give_one_decision_and_one_execution(require
     )
     assert run.messages.filter(role="tool", tool_call_id=call.call_id).count() == 1
     run.refresh_from_db()
-    assert run.status == Run.Status.COMPLETED
+    # One model turn after the step: its answer, held once as a draft reply to the customer.
+    assert run.status == Run.Status.WAITING
     assert run.messages.filter(role="assistant").count() == 2
+    assert run.tool_calls.filter(kind=ToolCall.Kind.CHECKPOINT, status=ToolCall.Status.PENDING).count() == 1

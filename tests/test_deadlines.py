@@ -62,7 +62,9 @@ def test_an_overdue_call_is_rejected_by_the_system_and_the_run_resumes(
     assert support.resumed == [call.run_id]
     advance(call)
     assert model.requests()[-1]["messages"][-1]["content"] == call.output
-    assert Run.objects.get(pk=call.run_id).status == Run.Status.COMPLETED
+    # The model read it and answered: its answer waits as a draft reply to the customer.
+    assert Run.objects.get(pk=call.run_id).status == Run.Status.WAITING
+    assert ToolCall.objects.get(run=call.run_id, status="pending").kind == ToolCall.Kind.CHECKPOINT
 
 
 def test_the_periodic_pass_leaves_calls_that_are_not_due(make_run):

@@ -8,7 +8,7 @@ from django.urls import reverse
 from approvals.models import Run, ToolCall
 from shop.models import OrderNote, OutgoingEmail, Refund
 
-from .reviewing import advance, call_url, pending_call, post
+from .reviewing import advance, approve_reply, call_url, pending_call, post
 
 pytestmark = pytest.mark.django_db
 
@@ -22,7 +22,8 @@ def test_a_dry_run_writes_no_refund_and_no_email(make_run, client, reviewer):
         call = advance(call)
         assert call.status == ToolCall.Status.EXECUTED
         assert call.output.startswith("[dry run] Would")
-        assert Run.objects.get(pk=call.run_id).status == Run.Status.COMPLETED
+        # The answer waits as a draft reply; approved, it is the answer, and in a dry run nobody is emailed.
+        assert approve_reply(Run.objects.get(pk=call.run_id), reviewer).status == Run.Status.COMPLETED
     assert not Refund.objects.exists()
     assert not OutgoingEmail.objects.exists()
     assert mail.outbox == []
@@ -31,7 +32,7 @@ def test_a_dry_run_writes_no_refund_and_no_email(make_run, client, reviewer):
 def test_a_dry_run_simulates_calls_that_policy_lets_run_and_reversible_tools(make_run):
     small = make_run("Order A-1001 arrived broken. Please refund $15.", dry_run=True)
     assert (
-        small.tool_calls.get().output
+        small.tool_calls.get(tool_name="issue_refund").output
         == "[dry run] Would record a refund of $15.00 on order A-1001 for “Item arrived damaged”. Nothing was written."
     )
     note = make_run("Cancel order A-1004, the customer changed their mind.", dry_run=True)

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from agents import services as agent_services
 from approvals import services
-from approvals.models import Decision, Run, ToolCall
+from approvals.models import Decision, PolicyRule, Run, ToolCall
 from shop.models import Refund
 
 from .livestack import session_cookie
@@ -67,6 +67,13 @@ def others_busy_in_the_database() -> int:
             " and state is not null and state <> 'idle'"
         )
         return cursor.fetchone()[0]
+
+
+@pytest.fixture(autouse=True)
+def replies_go_without_review(shop):
+    """These tests are about calls pushed live, not about the support agent's reply to the customer (its checkpoint
+    has tests of its own, tests/test_checkpoint_*.py): a policy rule lets the reply go, and runs end as before."""
+    PolicyRule.objects.create(name="Replies go", tool_name="reply_to_customer", outcome=PolicyRule.Outcome.RUN)
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ from approvals import services
 from approvals.models import AuditEvent, Run, ToolCall
 from shop.models import Customer, OrderNote, Refund
 
-from .reviewing import decide
+from .reviewing import approve_reply, decide
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +36,8 @@ def test_parallel_calls_the_lookup_runs_and_the_run_waits_for_the_refund(make_ru
     loop.advance(run.pk)
 
     run.refresh_from_db()
-    assert run.status == Run.Status.COMPLETED
+    assert run.status == Run.Status.WAITING  # the summary waits as a draft reply to the customer
+    assert approve_reply(run, reviewer).status == Run.Status.COMPLETED
     assert Refund.objects.get().amount == 35
     second = model.requests()[1]["messages"]
     tool_messages = [m for m in second if m["role"] == "tool"]
@@ -48,8 +49,7 @@ def test_a_rejection_is_the_tools_output_and_the_model_goes_on(make_run, reviewe
     run = make_run("Order A-1001 arrived broken. Please refund $490.")
     decide(run.tool_calls.get(), reviewer, "reject", reason="The order total is only $49.")
     loop.advance(run.pk)
-    run.refresh_from_db()
-    assert run.status == Run.Status.COMPLETED
+    assert approve_reply(run, reviewer).status == Run.Status.COMPLETED
     tool_message = [m for m in model.requests()[1]["messages"] if m["role"] == "tool"][0]
     assert tool_message["content"] == "Rejected by reviewer: The order total is only $49."
     assert Refund.objects.count() == 0
@@ -70,19 +70,19 @@ def test_an_edit_runs_the_edited_arguments_and_the_model_is_told_what_changed(ma
     assert "do not retry the original" in tool_message["content"]
 
 
-def test_a_made_up_tool_gets_an_error_and_the_model_tries_a_real_one(make_run, model):
-    run = make_run("Cancel order A-1004, the customer changed their mind.")
+def test_a_made_up_tool_gets_an_error_and_the_model_tries_a_real_one(make_run, model, reviewer):
+    run = approve_reply(make_run("Cancel order A-1004, the customer changed their mind."), reviewer)
     assert run.status == Run.Status.COMPLETED
-    made_up, note = run.tool_calls.order_by("id")
+    made_up, note, _ = run.tool_calls.order_by("id")
     assert made_up.status == ToolCall.Status.INVALID
     assert note.tool_name == "add_order_note" and note.status == ToolCall.Status.EXECUTED
     assert OrderNote.objects.get().text == "Customer asked to cancel this order."
     assert not ToolCall.objects.filter(status=ToolCall.Status.PENDING).exists()
 
 
-def test_a_forbidden_tool_named_by_the_model_does_nothing(make_run):
-    run = make_run("Please delete customer Dana, she asked us to.")
-    call = run.tool_calls.get()
+def test_a_forbidden_tool_named_by_the_model_does_nothing(make_run, reviewer):
+    run = approve_reply(make_run("Please delete customer Dana, she asked us to."), reviewer)
+    call = run.tool_calls.get(tool_name="delete_customer")
     assert call.status == ToolCall.Status.FORBIDDEN
     assert Customer.objects.count() == 4
     assert run.status == Run.Status.COMPLETED
@@ -97,14 +97,16 @@ def test_an_email_to_a_stranger_waits_and_once_approved_is_sent_through_django(m
     assert [m.to for m in mailoutbox] == [["dana.smith@example.com"]]
 
 
-def test_model_server_errors_are_retried(make_run, model):
+def test_model_server_errors_are_retried(make_run, model, reviewer):
     model.script({"error": 500}, {"malformed": True})
-    run = make_run("Look up order A-1001.")
+    run = approve_reply(make_run("Look up order A-1001."), reviewer)
     assert run.status == Run.Status.COMPLETED
     assert len(model.requests()) == 4
 
 
-def test_a_model_that_keeps_failing_fails_the_run_with_the_error_and_retry_resumes_it(make_run, model, requester):
+def test_a_model_that_keeps_failing_fails_the_run_with_the_error_and_retry_resumes_it(
+    make_run, model, requester, reviewer
+):
     model.script({"error": 503}, {"error": 503}, {"error": 503})
     run = make_run("Look up order A-1001.")
     assert run.status == Run.Status.FAILED
@@ -113,7 +115,7 @@ def test_a_model_that_keeps_failing_fails_the_run_with_the_error_and_retry_resum
 
     services.run_retry(run=run, user=requester)
     loop.advance(run.pk)
-    run.refresh_from_db()
+    run = approve_reply(run, reviewer)
     assert run.status == Run.Status.COMPLETED
     assert run.last_error == ""
 
@@ -142,7 +144,10 @@ def test_every_step_is_in_the_audit_trail(make_run, reviewer):
     run = make_run("Check the status of order A-1002 and refund $35 for the missing item.")
     decide(run.tool_calls.get(status="pending"), reviewer)
     loop.advance(run.pk)
+    approve_reply(run, reviewer)
     kinds = list(AuditEvent.objects.filter(run=run).values_list("kind", flat=True))
+    # The draft reply: held, approved, sent, and the run resumed to end with it.
+    reply = ["proposed", "decided", "executing", "executed", "resumed"]
     assert kinds == [
         "run_started",
         "auto_run",
@@ -153,7 +158,8 @@ def test_every_step_is_in_the_audit_trail(make_run, reviewer):
         "executing",
         "executed",
         "resumed",
+        *reply,
         "completed",
     ]
-    decided = AuditEvent.objects.get(run=run, kind="decided")
+    decided = AuditEvent.objects.filter(run=run, kind="decided").first()
     assert decided.actor == reviewer

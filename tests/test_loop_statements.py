@@ -45,10 +45,11 @@ class Model:
 def steps(monkeypatch):
     """The statements each step sent: the SQL between one model turn and the next, for a run of STEPS steps."""
     monkeypatch.setitem(registry._tools, ECHO.name, ECHO)
-    monkeypatch.setitem(registry._allowed, "support", (*registry.allowed("support"), ECHO.name))
+    # The read-only "orders" agent: its text answer ends the run (no checkpoint holds it for a person).
+    monkeypatch.setitem(registry._allowed, "orders", (*registry.allowed("orders"), ECHO.name))
     model = Model()
     monkeypatch.setattr(llm, "complete", model)
-    run = services.run_create(agent="support", request="Take notes.")
+    run = services.run_create(agent="orders", request="Take notes.")
     Run.objects.filter(pk=run.pk).update(max_steps=STEPS + 1)
     with CaptureQueriesContext(connection) as queries:
         loop.advance(run.pk)

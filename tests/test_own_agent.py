@@ -21,10 +21,11 @@ pytestmark = pytest.mark.django_db
 DOC = Path(settings.BASE_DIR) / "docs" / "own-agent.md"
 
 
-def example() -> str:
+def example(which: int = 0) -> str:
+    """The doc's first example (a tool and its agent), or its second (a checkpoint added to that agent)."""
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
-    assert len(blocks) == 1
-    return blocks[0]
+    assert len(blocks) == 2
+    return blocks[which]
 
 
 @pytest.fixture
@@ -90,3 +91,20 @@ def test_the_examples_dry_run_shows_what_it_would_do(rewards, requester, reviewe
 def test_the_support_agent_cannot_call_the_examples_tool(rewards, shop, run):
     call = propose(run, "send_gift_card", {"email": "rita@example.com", "amount": 5})
     assert call.status == ToolCall.Status.INVALID and "no tool named 'send_gift_card'" in call.output
+
+
+def test_the_checkpoint_example_holds_the_final_answer_until_a_person_approves_it(rewards, requester, reviewer, model):
+    exec(compile(example() + example(1), str(DOC), "exec"), {"__name__": "rewards.agents"})
+    model.script({"content": "Thank you for being with us, Rita!"})
+    run = services.run_start(agent_name="rewards", request="Thank Rita.", requested_by=requester)
+    loop.advance(run.pk)
+    assert [s["function"]["name"] for s in model.requests()[0]["tools"]] == ["send_gift_card"]
+    draft = run.tool_calls.get()
+    assert (draft.kind, draft.status) == (ToolCall.Kind.CHECKPOINT, ToolCall.Status.PENDING)
+    assert draft.arguments == {"draft": "Thank you for being with us, Rita!"}
+    records.toolcall_decide(call_id=draft.pk, reviewer=reviewer, verdict="approve", shown_hash=draft.review_hash)
+    loop.advance(run.pk)
+    run.refresh_from_db()
+    draft.refresh_from_db()
+    assert run.status == "completed" and draft.output == "Posted the reply."
+    assert run.messages.order_by("-seq").first().content == "Thank you for being with us, Rita!"

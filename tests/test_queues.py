@@ -63,7 +63,9 @@ def test_the_turns_queue_hands_an_approved_call_over_without_running_it(make_run
     assert Refund.objects.count() == 0
     assert len(model.requests()) == 1
     assert sent == [(run.pk, "tools", django_settings.TOOLS_QUEUE)]
-    assert loop.advance(run.pk) is None and Run.objects.get(pk=run.pk).status == Run.Status.COMPLETED
+    # Run where it was handed over to, the refund is told to the model, whose answer waits as a draft reply.
+    assert loop.advance(run.pk) is None and Run.objects.get(pk=run.pk).status == Run.Status.WAITING
+    assert Refund.objects.count() == 1
 
 
 def wait_for(predicate, timeout: float) -> bool:

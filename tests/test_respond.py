@@ -6,7 +6,7 @@ import pytest
 from approvals.models import Decision, Run, ToolCall
 from shop.models import Refund
 
-from .reviewing import advance, pending_call, post, script_calls
+from .reviewing import advance, approve_reply, pending_call, post, script_calls
 
 pytestmark = pytest.mark.django_db
 
@@ -94,9 +94,9 @@ def test_the_demo_model_acts_on_the_guidance(make_run, client, reviewer, model):
     client.force_login(reviewer)
     post(client, call, "respond", reason="Only the shipping is refundable", guidance="refund only the shipping, $7.50")
     advance(call)
-    run = Run.objects.get(pk=call.run_id)
+    run = approve_reply(Run.objects.get(pk=call.run_id), reviewer)
     assert run.status == Run.Status.COMPLETED
-    follow_up = run.tool_calls.exclude(pk=call.pk).get()
+    follow_up = run.tool_calls.exclude(pk=call.pk).exclude(kind=ToolCall.Kind.CHECKPOINT).get()
     assert follow_up.tool_name == "issue_refund"
     assert follow_up.arguments == {"order_id": "A-1001", "amount": 7.5, "reason": "Item arrived damaged"}
     assert follow_up.status == ToolCall.Status.EXECUTED  # $7.50 is within the "at most $20" rule

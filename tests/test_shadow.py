@@ -108,7 +108,7 @@ def test_switching_a_shadow_rule_on_makes_it_decide(make_run, trial_rule):
     trial_rule.shadow = False
     trial_rule.save()
     run = make_run("Order A-1001 arrived broken. Please refund $40.")
-    assert run.tool_calls.get().status == ToolCall.Status.EXECUTED
+    assert run.tool_calls.get(tool_name="issue_refund").status == ToolCall.Status.EXECUTED
 
 
 def test_an_expired_call_is_not_counted_as_agreement(make_run, trial_rule):

@@ -14,7 +14,7 @@ from shop.management.commands import demo
 from shop.models import Order, Refund
 
 from . import support
-from .reviewing import REFUND_40
+from .reviewing import REFUND_40, approve_reply
 
 pytestmark = pytest.mark.django_db
 
@@ -71,7 +71,7 @@ def test_an_approved_call_nobody_started_is_resumed_after_the_grace_time(make_ru
     assert sweep_resumptions(call.run) == [{"sweep": "an approved call was not started", "attempt": 1}]
     loop.advance(call.run_id)  # what the resumption does
     assert Refund.objects.count() == 1
-    assert Run.objects.get(pk=call.run_id).status == Run.Status.COMPLETED
+    assert approve_reply(call.run, reviewer).status == Run.Status.COMPLETED
 
 
 def test_an_execution_whose_lease_ran_out_is_finished_once_and_told_as_the_same_refund(
@@ -92,10 +92,10 @@ def test_an_execution_whose_lease_ran_out_is_finished_once_and_told_as_the_same_
     assert Refund.objects.count() == 1
     told = [m["content"] for m in model.requests()[-1]["messages"] if m["role"] == "tool"]
     assert told[-1].startswith("Refunded $35.00 on order A-1002") and "already issued" not in told[-1]
-    assert Run.objects.get(pk=call.run_id).status == Run.Status.COMPLETED
+    assert approve_reply(call.run, reviewer).status == Run.Status.COMPLETED
 
 
-def test_a_model_turn_whose_lease_ran_out_is_taken_again(make_run, sweep):
+def test_a_model_turn_whose_lease_ran_out_is_taken_again(make_run, sweep, reviewer):
     run = a_turn_left_thinking(make_run)
     loop.advance(run.pk)  # the task delivered again at once finds the turn taken, and does nothing
     assert Run.objects.get(pk=run.pk).thinking
@@ -106,7 +106,7 @@ def test_a_model_turn_whose_lease_ran_out_is_taken_again(make_run, sweep):
     Run.objects.filter(pk=run.pk).update(updated_at=timezone.now() - timedelta(seconds=301))  # time passes
     loop.advance(run.pk)
 
-    assert Run.objects.get(pk=run.pk).status == Run.Status.COMPLETED
+    assert approve_reply(run, reviewer).status == Run.Status.COMPLETED
 
 
 def test_a_run_left_waiting_with_every_call_answered_is_resumed(make_run, reviewer, sweep):
@@ -168,8 +168,8 @@ def test_a_retried_run_gets_fresh_attempts(make_run, requester, settings, sweep)
     assert sweep(now=later(3600)) == {"resumed": 1, "later": 0, "failed": 0}
 
 
-def test_a_finished_run_is_never_failed_afterwards(make_run):
-    run = make_run("Look up order A-1001.")
+def test_a_finished_run_is_never_failed_afterwards(make_run, reviewer):
+    run = approve_reply(make_run("Look up order A-1001."), reviewer)
     assert run.status == Run.Status.COMPLETED
     assert services.run_fail(run=run, error="too late") is False
     assert Run.objects.get(pk=run.pk).status == Run.Status.COMPLETED

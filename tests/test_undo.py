@@ -24,7 +24,7 @@ def test_a_reviewer_undoes_a_reversible_call_from_the_run_page(client, make_run,
 
 def test_a_call_that_is_not_reversible_cannot_be_undone(client, make_run, reviewer):
     run = make_run("Look up order A-1001.")
-    call = run.tool_calls.get()
+    call = run.tool_calls.get(tool_name="get_order_status")
     client.force_login(reviewer)
     response = client.post(reverse("approvals:call_undo", args=[run.pk, call.pk]), follow=True)
     assert "Only reversible tools can be undone." in response.content.decode()

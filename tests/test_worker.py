@@ -43,6 +43,17 @@ def pending_refund(run):
     return run.tool_calls.get(tool_name="issue_refund", status=ToolCall.Status.PENDING)
 
 
+def held_reply(run) -> ToolCall | None:
+    """The support agent's final answer, once it waits as a draft reply to the customer (its checkpoint)."""
+    return run.tool_calls.filter(kind=ToolCall.Kind.CHECKPOINT, status=ToolCall.Status.PENDING).first()
+
+
+def approve_held_reply(run, reviewer, worker) -> None:
+    assert wait_for(lambda: held_reply(run) is not None), worker_log(worker)
+    call = held_reply(run)
+    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+
+
 def test_a_worker_resumes_the_run_after_an_approval(make_run, reviewer, worker):
     run = make_run("Order A-1001 arrived broken. Please refund $490.")
     assert run.status == Run.Status.WAITING
@@ -56,6 +67,7 @@ def test_a_worker_resumes_the_run_after_an_approval(make_run, reviewer, worker):
         arguments={"order_id": "A-1001", "amount": 49, "reason": "Item arrived damaged"},
     )
 
+    approve_held_reply(run, reviewer, worker)
     assert wait_for(lambda: Run.objects.get(pk=run.pk).status == Run.Status.COMPLETED), worker_log(worker)
     assert list(Refund.objects.values_list("amount", flat=True)) == [49]
     call.refresh_from_db()
@@ -70,6 +82,8 @@ def test_a_task_delivered_twice_refunds_once(make_run, reviewer, worker, setting
     services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
 
     deliveries = [advance_run.delay(run.pk), advance_run.delay(run.pk)]
+    approve_held_reply(run, reviewer, worker)
+    deliveries += [advance_run.delay(run.pk), advance_run.delay(run.pk)]
 
     assert wait_for(lambda: Run.objects.get(pk=run.pk).status == Run.Status.COMPLETED), worker_log(worker)
     assert ToolCall.objects.get(pk=call.pk).status == ToolCall.Status.EXECUTED
@@ -101,7 +115,7 @@ def test_a_call_left_executing_by_a_dead_worker_is_finished_once(make_run, revie
     # The model reads it as this refund finishing, not as an earlier duplicate.
     assert call.output.startswith("Refunded $35.00 on order A-1002")
     assert "issued once" in call.output and "already issued" not in call.output
-    assert Run.objects.get(pk=run.pk).status == Run.Status.COMPLETED
+    assert Run.objects.get(pk=run.pk).status == Run.Status.WAITING  # its answer: a draft for a person
 
 
 def test_a_claimed_call_is_not_executed_by_a_second_worker(make_run, reviewer, db):

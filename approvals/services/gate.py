@@ -13,7 +13,7 @@ from django.utils import timezone
 from .. import policy, revisions, storable
 from ..hashing import args_hash
 from ..models import AuditEvent, Message, Run, Tier, ToolCall, ToolSetting
-from ..tools import ArgumentsInvalid, Ask, Tool, ToolContext, registry
+from ..tools import CHECKPOINT, ArgumentsInvalid, Ask, Tool, ToolContext, registry
 from .deadlines import set_deadline
 from .questions import question_from_gate
 from .steps import Gated, run_tool_body, step_store
@@ -21,11 +21,13 @@ from .steps import Gated, run_tool_body, step_store
 
 @dataclass(frozen=True)
 class ProposedCall:
-    """One tool call as the model sent it: id, name, and the raw JSON argument string."""
+    """One tool call as the model sent it: id, name, and the raw JSON argument string
+    (or, of kind checkpoint, a stage the loop holds: see agents/checkpoints.py)."""
 
     call_id: str
     name: str
     raw_arguments: str
+    kind: str = ToolCall.Kind.CALL
 
 
 class _Refused(Exception):
@@ -89,7 +91,8 @@ def _storable_calls(run: Run, calls: list[ProposedCall], used: set[str] | None) 
         used.add(call_id)
         problem = problem or _column_problem("tool name", proposed.name, NAME_LENGTH)
         name = storable.escape(proposed.name, limit=NAME_LENGTH)
-        result.append((ProposedCall(call_id, name, storable.escape(proposed.raw_arguments)), problem))
+        raw = storable.escape(proposed.raw_arguments)
+        result.append((ProposedCall(call_id, name, raw, proposed.kind), problem))
     return result
 
 
@@ -116,6 +119,7 @@ def _gate(run: Run, reasoning: str, proposed: ProposedCall, problem: str, rules:
     call = ToolCall(
         run=run,
         call_id=proposed.call_id,
+        kind=proposed.kind,
         tool_name=proposed.name,
         raw_arguments=proposed.raw_arguments,
         reasoning=reasoning,
@@ -149,6 +153,8 @@ def _admit(call: ToolCall):
     else:  # a tool the run's agent may not call is unknown to it
         tool = registry.get(call.tool_name, agent=call.run.agent)
         available = " Available tools: " + ", ".join(t.name for t in registry.offered(agent=call.run.agent)) + "."
+    if tool is not None and (tool.kind == CHECKPOINT) != (call.kind == ToolCall.Kind.CHECKPOINT):
+        tool = None  # a checkpoint is held by the loop, never called by the model
     if tool is None:
         output = f"Error: there is no tool named {call.tool_name!r}.{available}"
         raise _Refused(ToolCall.Status.INVALID, "invalid", output)

@@ -22,7 +22,7 @@ from approvals.questions import question_problem
 from approvals.services.transcript import record_output
 from approvals.tools import ArgumentsInvalid
 
-from ..declared import adapter_for
+from ..declared import adapter_for, draft_problem
 from ..errors import Conflict, Invalid, NotFound, invalid_fields
 from ..models import DeclaredTool, RemoteAgent, RemoteCall, Thread
 
@@ -105,17 +105,20 @@ def call_propose(*, agent: RemoteAgent, proposal: dict) -> tuple[ToolCall, bool]
     422 naming the field, nothing stored.
     """
     RemoteAgent.objects.select_for_update().get(pk=agent.pk)  # proposals of one agent one at a time
-    request_hash = args_hash(canonical_json(proposal))
+    kind = proposal.pop("kind", ToolCall.Kind.CALL)  # hashed only when it is not the default: keys stay valid
+    request_hash = args_hash(canonical_json(proposal if kind == ToolCall.Kind.CALL else proposal | {"kind": kind}))
     existing = _existing(agent, proposal["idempotency_key"], request_hash)
     if existing is not None:
         return existing, False
     tool = _declared(agent, proposal["tool"], proposal["arguments"])
     question = _question(proposal.get("question"))
+    if kind == ToolCall.Kind.CHECKPOINT and (problem := draft_problem(tool)):
+        raise Invalid(problem, {"tool": [problem]})
     run = _thread_run(agent, proposal["thread_id"], proposal["user_request"])
     if proposal["user_request"] and proposal["user_request"] != run.messages.filter(role="user").last().content:
         services.message_append(run=run, role=Message.Role.USER, content=proposal["user_request"])
     raw = json.dumps(proposal["arguments"], ensure_ascii=False)
-    proposed = services.ProposedCall(f"call_{uuid.uuid4().hex[:24]}", tool.qualified_name, raw)
+    proposed = services.ProposedCall(f"call_{uuid.uuid4().hex[:24]}", tool.qualified_name, raw, kind)
     message = services.step_record(run=run, content=proposal["reasoning"], calls=[proposed])
     call = message.calls.get()
     if question and call.status not in (ToolCall.Status.FORBIDDEN, ToolCall.Status.INVALID):

@@ -1,5 +1,5 @@
 // Keyboard-fast reviewing: j/k move between calls, a approves, e edits,
-// r rejects (the reason field gets the focus; Enter sends), ? shows the keys.
+// r rejects (the reason field, or a checkpoint's guidance, gets the focus; Enter sends), ? shows the keys.
 // Focus only ever lands on calls still waiting for a decision. In the queue's
 // triage list, j/k move between rows and open each in the pane beside it
 // (htmx), and a/e/r act on the card in the pane.
@@ -143,7 +143,7 @@
       case "e": press(current(), '[data-key="e"]'); break;
       case "r":
         card = current();
-        var reason = card && card.querySelector('input[name="reason"]');
+        var reason = card && card.querySelector('input[name="reason"]:not([type="hidden"]), textarea[name="guidance"]');
         if (!reason || reason.disabled) return;
         reason.focus();
         break;
