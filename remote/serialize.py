@@ -60,7 +60,6 @@ def call_json(call: ToolCall, request=None) -> dict:
         "id": call.pk,
         "kind": call.kind,
         "thread_id": remote.thread_id,
-        "kind": call.kind,
         "tool": remote.tool.name if remote.tool else call.tool_name,  # a model turn has no declared tool
         "tool_version": remote.tool.version if remote.tool else 0,
         "arguments": call.arguments,
