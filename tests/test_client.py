@@ -229,3 +229,20 @@ def test_a_question_is_sent_with_the_proposal_and_its_answer_read_as_the_tools_o
     assert call.decision.answer == "A-1005" and not call.decision.approved
     assert call.decision.tool_message() == '{"answer": "A-1005"}'
     assert to_langchain(call) == {"type": "respond", "message": '{"answer": "A-1005"}'}
+
+
+def test_a_checkpoint_is_proposed_with_its_kind_and_reads_back_as_one():
+    sent = []
+    held = {"id": 9, "kind": "checkpoint", "tool": "reply", "arguments": {"draft": "Hi"}, "status": "pending"}
+
+    def answer(request):
+        sent.append(json.loads(request.content or b"{}"))
+        return httpx.Response(201, json=held)
+
+    with ReviewHub("http://hub.test", "rh_x", transport=httpx.MockTransport(answer)) as client:
+        call = client.propose(
+            thread_id="t", tool="reply", arguments={"draft": "Hi"}, idempotency_key="c", kind="checkpoint"
+        )
+        plain = client.propose(thread_id="t", tool="reply", arguments={"draft": "Hi"}, idempotency_key="d")
+    assert sent[0]["kind"] == "checkpoint" and "kind" not in sent[1]
+    assert call.kind == "checkpoint" and call.pending and plain.id == 9

@@ -63,9 +63,11 @@ class AsyncReviewHub:
         user_request: str | None = None,
         facts: dict | None = None,
         question: dict | None = None,
+        kind: str | None = None,
     ) -> Call:
         fields = {"thread_id": thread_id, "tool": tool, "arguments": arguments, "idempotency_key": idempotency_key}
         fields |= {"reasoning": reasoning, "user_request": user_request, "facts": facts, "question": question}
+        fields |= {"kind": kind}
         return await self._send(_api.propose(**fields), Call)
 
     async def call(self, call_id: int, *, wait: float = 0) -> Call:

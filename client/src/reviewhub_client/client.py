@@ -94,11 +94,15 @@ class ReviewHub:
         user_request: str | None = None,
         facts: dict | None = None,
         question: dict | None = None,
+        kind: str | None = None,
     ) -> Call:
         """Propose a call; the same idempotency key again returns the same call. With a `question`
-        ({"prompt", "schema", "payload"}) the call asks a person: the answer comes back as `decision.answer`."""
+        ({"prompt", "schema", "payload"}) the call asks a person: the answer comes back as `decision.answer`.
+        With `kind="checkpoint"` (a declared tool whose schema requires a string `draft`) it asks a person to approve,
+        edit or send back the draft: an edit comes back as `decision.arguments["draft"]`."""
         fields = {"thread_id": thread_id, "tool": tool, "arguments": arguments, "idempotency_key": idempotency_key}
         fields |= {"reasoning": reasoning, "user_request": user_request, "facts": facts, "question": question}
+        fields |= {"kind": kind}
         return self._send(_api.propose(**fields), Call)
 
     def call(self, call_id: int, *, wait: float = 0) -> Call:

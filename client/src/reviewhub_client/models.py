@@ -77,6 +77,7 @@ class Result(_Model):
 
 class Call(_Model):
     id: int
+    kind: str = "call"  # call, checkpoint, question, turn
     thread_id: str = ""
     tool: str
     tool_version: int | None = None
