@@ -52,7 +52,8 @@ In the admin, Django's model permissions decide, and auditors change nothing the
 either (auditors.AuditorsOnlyLook asks is_auditor). Where a socket may come from
 (its Origin) is reviewhub/origins.py's check; who may open it is decided here.
 
-Other kinds of pause: a tool call is the only one today. can_decide() and
+Every kind of pause (a tool call, a model turn, a checkpoint, a tool's question) is a
+ToolCall row, so the same rules decide them all. can_decide() and
 can_undo() read only the pause's `run`, `review_group`, `tool_name` and, to
 decide, `is_pending`, `review_round` and `decisions`; visible_calls() and
 readable_calls() filter any queryset on `review_group` and `run__requested_by`.
