@@ -32,17 +32,32 @@ def held_turn(demo, run_id: int, step: int) -> int:
     return rows[0][0]
 
 
+def held_reply(demo, run_id: int) -> int:
+    """The support agent's final answer, held as its "Reply to the customer" checkpoint."""
+    sql = f"select id from approvals_toolcall where run_id={run_id} and kind='checkpoint' and status='pending'"
+    rows = wait_for_rows(demo["db"], sql, timeout=60)
+    assert rows, f"the reply of run {run_id} was not held"
+    return rows[0][0]
+
+
+def open_pane(page, base: str, call_id: int):
+    """Open a queue row's card in the pane beside the list, claimed by this reviewer."""
+    from playwright.sync_api import expect
+
+    page.goto(base + "/")
+    page.locator(f"#row-{call_id} a.row-link").click()
+    card = page.locator(f"#detail #call-{call_id}")
+    expect(card).to_be_visible()
+    expect(card.locator(".claim")).to_contain_text("You are reviewing this")
+    return card
+
+
 def open_turn(page, base: str, call_id: int):
     """The queue's row says "Model turn"; clicking it opens the card in the pane beside the list."""
     from playwright.sync_api import expect
 
-    page.goto(base + "/")
-    row = page.locator(f"#row-{call_id}")
-    expect(row.locator(".kind")).to_have_text("Model turn")
-    row.locator("a.row-link").click()
-    card = page.locator(f"#detail #call-{call_id}")
-    expect(card).to_be_visible()
-    expect(card.locator(".claim")).to_contain_text("You are reviewing this")
+    card = open_pane(page, base, call_id)
+    expect(page.locator(f"#row-{call_id} .kind")).to_have_text("Model turn")
     return card
 
 
@@ -96,6 +111,10 @@ def test_a_reviewers_note_is_what_the_model_answers_next(demo, page):
     expect(card.locator(".transcript.recent .by-reviewer")).to_contain_text("Look up order A-1002 instead.")
     card.get_by_role("button", name="Continue", exact=True).click()
     expect(card.locator(".outcome")).to_contain_text("Continued by reviewer")
+
+    card = open_pane(page, base, held_reply(demo, run_id))  # the answer it wrote waits as a draft to the customer
+    card.get_by_role("button", name="Approve", exact=True).click()
+    expect(card.locator(".outcome")).to_contain_text("Approved by reviewer")
 
     page.goto(f"{base}/runs/{run_id}/")
     expect(page.locator("#run-status")).to_have_text("Completed", timeout=30000)
