@@ -13,7 +13,7 @@ from approvals.hashing import args_hash
 from approvals.models import AuditEvent, Decision, Message, Run, Tier, ToolCall
 from approvals.tools import Ask, Tool, ToolContext, registry
 
-from .reviewing import decide, propose
+from .reviewing import approve_reply, decide, propose
 
 pytestmark = pytest.mark.django_db
 
@@ -108,17 +108,19 @@ def test_a_declined_question_tells_the_model_why_and_the_run_ends(question, revi
     decide(question, reviewer, "reject", reason="Ask the customer for the order number.")
     assert outputs_of(question) == ["Declined by reviewer (no answer): Ask the customer for the order number."]
     loop.advance(question.run_id)
-    assert Run.objects.get(pk=question.run_id).status == Run.Status.COMPLETED
+    run = approve_reply(Run.objects.get(pk=question.run_id), reviewer)  # the model answered: its reply waited
+    assert run.status == Run.Status.COMPLETED
     assert not ToolCall.objects.filter(tool_name="get_order_status").exists()
 
 
-def test_a_question_nobody_answers_expires_and_the_model_reads_so(question, model):
+def test_a_question_nobody_answers_expires_and_the_model_reads_so(question, model, reviewer):
     services.expire_overdue(now=timezone.now() + timedelta(days=2))
     question.refresh_from_db()
     assert question.status == ToolCall.Status.EXPIRED
     assert outputs_of(question)[0].startswith("Nobody answered the question in time")
     loop.advance(question.run_id)
-    assert Run.objects.get(pk=question.run_id).status == Run.Status.COMPLETED
+    run = approve_reply(Run.objects.get(pk=question.run_id), reviewer)  # the model answered: its reply waited
+    assert run.status == Run.Status.COMPLETED
 
 
 def test_a_customer_with_one_order_gets_it_without_a_question(make_run):

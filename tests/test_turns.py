@@ -13,6 +13,7 @@ from approvals.hashing import args_hash
 from approvals.models import AuditEvent, Decision, Message, Run, ToolCall, TurnRule, TurnShadow
 
 from . import support
+from .reviewing import approve_reply
 
 pytestmark = pytest.mark.django_db
 
@@ -79,7 +80,7 @@ def test_continue_calls_the_model_on_the_transcript_reviewed_once(
     assert support.resumed == [run.pk]
     loop.advance(run.pk)
     loop.advance(run.pk)
-    run.refresh_from_db()
+    run = approve_reply(run, reviewer)  # its answer waited as the reply to the customer
     call.refresh_from_db()
     assert run.status == Run.Status.COMPLETED
     assert call.status == ToolCall.Status.EXECUTED
@@ -100,7 +101,7 @@ def test_the_model_reads_the_note_before_it_answers_and_the_note_is_the_reviewer
     assert run.tool_calls.get(tool_name="get_order_status").arguments == {"order_id": "A-1003"}
     notes = Message.objects.filter(run=run, written_by=reviewer)
     assert notes.count() == 1 and notes.get().role == "system"
-    run.refresh_from_db()
+    run = approve_reply(run, reviewer)  # its answer waited as the reply to the customer
     assert run.status == Run.Status.COMPLETED
     assert_valid_openai_transcript(run)
 
@@ -221,6 +222,6 @@ def test_a_turn_after_tool_outputs_is_held_with_the_tool_rows_as_its_transcript(
     assert call.message.role == "tool"
     decide(call, reviewer)
     loop.advance(run.pk)
-    run.refresh_from_db()
+    run = approve_reply(run, reviewer)  # its answer waited as the reply to the customer
     assert run.status == Run.Status.COMPLETED and run.step_count == 2
     assert_valid_openai_transcript(run)
