@@ -66,7 +66,7 @@ def outcome_text(call: ToolCall) -> str:
     if decision.verdict == Decision.Verdict.EXPIRE:
         return f"Expired: {decision.reason}."
     where = "in Slack" if SlackDecision.objects.filter(decision=decision).exists() else "in ReviewHub"
-    text = f"{decision.get_verdict_display()} by {decision.reviewer_label} {where}"
+    text = f"{decision.label_for(call.kind)} by {decision.reviewer_label} {where}"
     if decision.verdict == Decision.Verdict.REJECT:
         text += f": {decision.reason}"
     if call.status in (ToolCall.Status.EXECUTED, ToolCall.Status.FAILED):

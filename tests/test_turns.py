@@ -150,8 +150,18 @@ def test_a_second_decision_on_a_turn_gets_already_decided(make_run, reviewer, re
     first_turn_rule()
     call = held(make_run(LOOKUP))
     decide(call, reviewer)
-    with pytest.raises(services.AlreadyDecided):
+    with pytest.raises(services.AlreadyDecided, match="^Already continued by alice"):
         decide(call, reviewer2, "reply", "Hello")
+
+
+def test_each_kind_of_pause_names_its_verdicts_as_its_card_does():
+    def label(kind: str, verdict: str) -> str:
+        return Decision(verdict=verdict).label_for(kind)
+
+    assert label("turn", "approve") == "Continued" and label("turn", "note") == "Continued with a note"
+    assert label("checkpoint", "reject") == "Sent back" and label("checkpoint", "approve") == "Approved"
+    assert label("question", "reject") == "Declined" and label("question", "answer") == "Answered"
+    assert label("call", "approve") == "Approved" and label("call", "reject") == "Rejected"
 
 
 def test_an_empty_note_or_reply_is_refused_with_a_field_error(make_run, reviewer):

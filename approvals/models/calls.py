@@ -252,3 +252,14 @@ class Decision(models.Model):
     @property
     def reviewer_label(self) -> str:
         return self.reviewer.get_username() if self.reviewer else "system"
+
+    def label_for(self, kind: str) -> str:
+        """The verdict as the card of that kind of pause names it: a turn is "Continued", a draft "Sent back"."""
+        return KIND_VERDICTS.get((kind, self.verdict)) or self.get_verdict_display()
+
+
+KIND_VERDICTS = {
+    (ToolCall.Kind.TURN, Decision.Verdict.APPROVE): "Continued",
+    (ToolCall.Kind.CHECKPOINT, Decision.Verdict.REJECT): "Sent back",
+    (ToolCall.Kind.QUESTION, Decision.Verdict.REJECT): "Declined",
+}

@@ -17,7 +17,7 @@ class AlreadyDecided(DecisionError):
         self.decision = decision
         if decision is not None:
             when = timezone.localtime(decision.created_at).strftime("%Y-%m-%d %H:%M:%S %Z")
-            verdict = decision.get_verdict_display().lower()
+            verdict = decision.label_for(call.kind).lower()
             super().__init__(f"Already {verdict} by {decision.reviewer_label} at {when}.")
         else:
             status = call.get_status_display().lower()

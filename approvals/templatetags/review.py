@@ -39,6 +39,12 @@ def visible(value) -> str:
 
 
 @register.filter
+def verdict_label(decision, kind: str) -> str:
+    """`{{ decision|verdict_label:call.kind }}`: the verdict as that kind of pause's card names it."""
+    return decision.label_for(kind)
+
+
+@register.filter
 def count_label(count) -> str:
     """A count of pending calls: "12", or "1,000+" past triage.COUNT_CAP."""
     return triage.count_label(int(count or 0))
