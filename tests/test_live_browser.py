@@ -216,6 +216,19 @@ def test_without_websockets_the_queue_falls_back_to_polling(open_page, reviewer,
     assert page.evaluate("window.notReloaded")
 
 
+def test_keys_act_through_htmx_on_a_row_and_a_card_whose_swap_has_not_settled(open_page, reviewer, requester, shop):
+    page = is_live(open_page(reviewer))
+    page.evaluate("htmx.config.defaultSettleDelay = 3000")  # a busy machine, exaggerated: htmx binds at settle
+    refund = wait_for_pending_call(start_run(requester, REFUND_35), "issue_refund")
+    expect(page.locator(f"#row-{refund.pk}")).to_be_visible(timeout=PUSHED)
+
+    page.keyboard.press("j")  # the pushed row is not bound yet: its link would open the call's page
+    expect(page.locator(f"#detail #call-{refund.pk}")).to_be_visible()
+    page.keyboard.press("e")  # nor is the card just swapped into the pane: its Edit link would leave the queue
+    expect(page.locator(f"#detail #call-{refund.pk} form.edit [name^=arg_]").first).to_be_visible()
+    assert page.evaluate("window.notReloaded") and page.evaluate("location.pathname") == "/"
+
+
 def test_a_reviewer_decides_from_the_keyboard(open_page, reviewer, requester, shop):
     page = is_live(open_page(reviewer))
     refund = wait_for_pending_call(start_run(requester, REFUND_35), "issue_refund")

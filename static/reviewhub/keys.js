@@ -22,7 +22,7 @@
     document.querySelectorAll("#queue li.qrow.selected").forEach(function (other) { other.classList.remove("selected"); other.removeAttribute("aria-current"); });
     row.classList.add("selected");
     row.setAttribute("aria-current", "true");
-    var link = row.querySelector("a.row-link");
+    var link = ready(row).querySelector("a.row-link");
     link.focus({ preventScroll: true });
     row.scrollIntoView({ block: "nearest" });
     link.click(); // htmx loads the card into the pane; without htmx the link opens the call's page
@@ -121,9 +121,13 @@
     focusCard(cards[Math.max(0, Math.min(cards.length - 1, i + step))]);
   }
 
+  // htmx binds what it swaps in only when the swap settles (20 ms later, longer on a busy machine); a key pressed
+  // before that would follow the plain link or submit the plain form. Bind it now (htmx skips it at settle).
+  function ready(el) { if (window.htmx) htmx.process(el); return el; }
+
   function press(card, selector) {
     var el = card && card.querySelector(selector);
-    if (el && !el.disabled && el.getAttribute("aria-disabled") !== "true") el.click();
+    if (el && !el.disabled && el.getAttribute("aria-disabled") !== "true") { ready(card); el.click(); }
   }
 
   document.addEventListener("keydown", function (event) {
