@@ -101,10 +101,10 @@ class OutcomeFilter(admin.SimpleListFilter):
     parameter_name = "outcome"
 
     def lookups(self, request, model_admin):
-        return insight.OUTCOMES
+        return insight.ALL_OUTCOMES
 
     def queryset(self, request, queryset):
-        if self.value() in dict(insight.OUTCOMES):
+        if self.value() in dict(insight.ALL_OUTCOMES):
             return queryset.filter(insight.outcome_filter(self.value()))
         return queryset
 

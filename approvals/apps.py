@@ -7,7 +7,7 @@ class ApprovalsConfig(AppConfig):
     verbose_name = "Approvals"
 
     def ready(self):
-        from . import insight
+        from . import percentile
 
         # SQLite has no percentile_cont; the insight page brings its own.
-        connection_created.connect(insight.add_sqlite_functions, dispatch_uid="reviewhub-sqlite-functions")
+        connection_created.connect(percentile.add_sqlite_functions, dispatch_uid="reviewhub-sqlite-functions")

@@ -1,7 +1,9 @@
 """The numbers an auditor asks for, aggregated in SQL over a window of days.
 
 - outcomes: per day and per tool, how many calls ran without review, were
-  approved, approved with edits, rejected, or expired (by the day they were proposed);
+  approved, approved with edits, rejected, or expired (by the day they were proposed),
+  and for the other pauses, how many questions were answered and turns continued with
+  a note or replied to by a reviewer;
 - decision times: per tool, the median and 90th percentile from proposal to the
   final human decision (for decisions made in the window);
 - reviewer load: each reviewer's decisions in the window, and whether they approve
@@ -21,11 +23,9 @@ Every query filters on an indexed date column, so the cost follows the window
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
-from math import ceil, floor
 
 from django import forms
 from django.db.models import (
-    Aggregate,
     Count,
     DurationField,
     Exists,
@@ -42,6 +42,7 @@ from django.utils import timezone
 
 from . import charts, revisions
 from .models import AuditEvent, Decision, ShadowResult, ToolCall
+from .percentile import Percentile
 from .tools import registry
 
 AUTO_RUN = "auto_run"
@@ -52,6 +53,13 @@ OUTCOMES = (
     (Decision.Verdict.REJECT.value, "Rejected"),
     (Decision.Verdict.EXPIRE.value, "Expired"),
 )
+# The other pauses' own verdicts: a column only where a call in the window had one.
+PAUSE_OUTCOMES = (
+    (Decision.Verdict.ANSWER.value, "Answered"),
+    (Decision.Verdict.NOTE.value, "Continued with a note"),
+    (Decision.Verdict.REPLY.value, "Replied by a reviewer"),
+)
+ALL_OUTCOMES = OUTCOMES + PAUSE_OUTCOMES
 FAST_APPROVAL = timedelta(seconds=3)
 DEFAULT_DAYS = 30
 MAX_DAYS = 366
@@ -69,46 +77,6 @@ def outcome_filter(outcome: str) -> Q:
 
 
 # --- a percentile that works on PostgreSQL and SQLite --------------------------------------
-
-
-class Percentile(Aggregate):
-    """percentile_cont: the value below which `fraction` of the rows fall, interpolated."""
-
-    function = "PERCENTILE_CONT"
-    name = "Percentile"
-    template = "%(function)s(%(fraction)s) WITHIN GROUP (ORDER BY %(expressions)s)%(filter)s"
-
-    def __init__(self, expression, fraction: float, **extra):
-        super().__init__(expression, fraction=repr(float(fraction)), **extra)
-
-    def as_sqlite(self, compiler, connection, **extra_context):
-        template = "%(function)s(%(expressions)s, %(fraction)s)%(filter)s"
-        return self.as_sql(compiler, connection, function="REVIEWHUB_PERCENTILE", template=template, **extra_context)
-
-
-class _SqlitePercentile:
-    """PostgreSQL's percentile_cont, for SQLite (registered on each new connection)."""
-
-    def __init__(self):
-        self.values, self.fraction = [], 0.5
-
-    def step(self, value, fraction):
-        if value is not None:
-            self.values.append(value)
-            self.fraction = fraction
-
-    def finalize(self):
-        if not self.values:
-            return None
-        values = sorted(self.values)
-        position = self.fraction * (len(values) - 1)
-        low, high = values[floor(position)], values[ceil(position)]
-        return low + (high - low) * (position - floor(position))
-
-
-def add_sqlite_functions(sender, connection, **kwargs) -> None:
-    if connection.vendor == "sqlite":
-        connection.connection.create_aggregate("REVIEWHUB_PERCENTILE", 2, _SqlitePercentile)
 
 
 # --- the window ----------------------------------------------------------------------------
@@ -177,10 +145,11 @@ class ToolOutcomes:
     tool: str
     per_day: dict[date, Counter]
     chart: charts.Chart
+    labels: tuple = OUTCOMES  # the columns: OUTCOMES, and the pause outcomes the window holds
 
     @property
     def totals(self) -> list[int]:
-        return [sum(day[key] for day in self.per_day.values()) for key, _ in OUTCOMES]
+        return [sum(day[key] for day in self.per_day.values()) for key, _ in self.labels]
 
     @property
     def total(self) -> int:
@@ -188,7 +157,7 @@ class ToolOutcomes:
 
     @property
     def rows(self) -> list[tuple[date, list[int]]]:
-        return [(day, [self.per_day[day][key] for key, _ in OUTCOMES]) for day in sorted(self.per_day)]
+        return [(day, [self.per_day[day][key] for key, _ in self.labels]) for day in sorted(self.per_day)]
 
 
 def _calls(window: Window):
@@ -226,10 +195,12 @@ def outcome_counts(window: Window) -> dict[str, dict[date, Counter]]:
 
 
 def outcomes(window: Window) -> list[ToolOutcomes]:
-    days = window.days
+    days, counts = window.days, outcome_counts(window)
+    held = {key for per_day in counts.values() for day in per_day.values() for key in day}
+    labels = OUTCOMES + tuple(label for label in PAUSE_OUTCOMES if label[0] in held)
     return [
-        ToolOutcomes(tool, dict(per_day), charts.stacked_columns(days, per_day, OUTCOMES))
-        for tool, per_day in sorted(outcome_counts(window).items())
+        ToolOutcomes(tool, dict(per_day), charts.stacked_columns(days, per_day, labels), labels)
+        for tool, per_day in sorted(counts.items())
     ]
 
 
@@ -361,7 +332,7 @@ class Report:
 
     @property
     def outcome_labels(self) -> tuple:
-        return OUTCOMES
+        return self.outcomes[0].labels if self.outcomes else OUTCOMES
 
     @property
     def decision_time_chart(self) -> charts.Chart:

@@ -199,3 +199,28 @@ def test_shadow_rules_agreement_with_people(calls):
     rows = {r.name: r for r in insight.shadow_agreement(WINDOW)}
     assert (rows["Small refunds"].matched, rows["Small refunds"].compared, rows["Small refunds"].agreed) == (3, 2, 1)
     assert rows["Small refunds"].percent == 50 and rows["No emails"].percent == 100
+
+
+def test_answered_questions_and_turns_noted_or_replied_to_have_columns_of_their_own(client, auditor, calls, reviewer):
+    run = calls[0].run
+    for n, (tool, kind, verdict) in enumerate(
+        [("choose_order", "question", "answer"), ("model turn", "turn", "note"), ("model turn", "turn", "reply")]
+    ):
+        paused = ToolCall.objects.create(
+            run=run, message=calls[0].message, call_id=f"p{n}", tool_name=tool, kind=kind, status="executed"
+        )
+        ToolCall.objects.filter(pk=paused.pk).update(created_at=at(D1))
+        decided = Decision.objects.create(tool_call=paused, reviewer=reviewer, verdict=verdict)
+        Decision.objects.filter(pk=decided.pk).update(created_at=at(D1, 5))
+
+    by_tool = {t.tool: t for t in insight.outcomes(WINDOW)}
+    assert [key for key, _ in by_tool["model turn"].labels][-3:] == ["answer", "note", "reply"]
+    assert by_tool["model turn"].totals[-3:] == [0, 1, 1] and by_tool["choose_order"].totals[-3:] == [1, 0, 0]
+    assert by_tool["issue_refund"].totals == [1, 3, 1, 1, 1, 0, 0, 0]
+    client.force_login(auditor)
+    page = client.get(reverse("approvals:insight"), {"since": D1, "until": D2}).content.decode()
+    assert "<th>Answered</th>" in page and "<th>Continued with a note</th>" in page
+
+
+def test_without_other_pauses_the_outcomes_keep_their_five_columns(calls):
+    assert all(t.labels == insight.OUTCOMES for t in insight.outcomes(WINDOW))
