@@ -65,7 +65,7 @@ def run_loop(steps: int, database_url: str) -> dict:
         return execute(sql, params, many, context)
 
     stub = Stub(steps, Turns(Wal(database_url)), counter)
-    run = services.run_create(agent="support", request="Where is order A-1002?")
+    run = services.run_create(agent="orders", request="Where is order A-1002?")
     Run.objects.filter(pk=run.pk).update(max_steps=steps + 1)
     llm.complete, original = stub, llm.complete
     try:

@@ -61,7 +61,7 @@ def waiting_run(history: int, reviewer):
     from approvals import services
     from approvals.models import Message, Run, ToolCall
 
-    run = Run.objects.create(agent="support", request="Note the time.", max_steps=3)
+    run = Run.objects.create(agent="orders", request="Note the time.", max_steps=3)
     roles = [Message.Role.USER, Message.Role.ASSISTANT]
     Message.objects.bulk_create(
         Message(run=run, seq=i, role=roles[i % 2], content=f"message {i} " + "x" * 200) for i in range(history - 1)

@@ -22,6 +22,10 @@ import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH.parent))
+
+from bench.common import ensure_database  # noqa: E402
+
 PEERS = BENCH / "peers"
 BENCH_PYTHON = BENCH.parent / ".venv-bench" / "bin" / "python"
 SERVER = "postgres://postgres@127.0.0.1:5432"
@@ -70,6 +74,7 @@ def peer(script: str, args) -> dict:
     if not BENCH_PYTHON.exists():
         raise SystemExit("No bench virtualenv: run `make bench-venv` first.")
     url = f"{args.server}/reviewhub_bench_peers"
+    ensure_database(url)  # the peers' checkpointers make their tables, not their database
     command = [str(BENCH_PYTHON), script, url, str(args.steps), args.histories, str(args.samples)]
     return run_json(command, PEERS)
 
