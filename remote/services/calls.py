@@ -37,10 +37,14 @@ def execution_key(call: ToolCall) -> str:
 
 
 def _thread_run(agent: RemoteAgent, thread_id: str, user_request: str) -> Run:
+    """The thread's run (made on its first proposal), with the user's request appended when it is a new one."""
     threads = Thread.objects.filter(agent=agent, thread_id=thread_id, run__in=access.agent_runs(agent.user))
     thread = threads.select_related("run").first()
     if thread is not None:
-        return thread.run
+        run = thread.run
+        if user_request and user_request != run.messages.filter(role="user").last().content:
+            services.message_append(run=run, role=Message.Role.USER, content=user_request)
+        return run
     run = services.run_create(
         agent=agent.name,
         request=user_request or f"Thread {thread_id}",
@@ -115,8 +119,6 @@ def call_propose(*, agent: RemoteAgent, proposal: dict) -> tuple[ToolCall, bool]
     if kind == ToolCall.Kind.CHECKPOINT and (problem := draft_problem(tool)):
         raise Invalid(problem, {"tool": [problem]})
     run = _thread_run(agent, proposal["thread_id"], proposal["user_request"])
-    if proposal["user_request"] and proposal["user_request"] != run.messages.filter(role="user").last().content:
-        services.message_append(run=run, role=Message.Role.USER, content=proposal["user_request"])
     raw = json.dumps(proposal["arguments"], ensure_ascii=False)
     proposed = services.ProposedCall(f"call_{uuid.uuid4().hex[:24]}", tool.qualified_name, raw, kind)
     message = services.step_record(run=run, content=proposal["reasoning"], calls=[proposed])

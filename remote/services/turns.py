@@ -9,7 +9,7 @@ from django.db import transaction
 
 from approvals import services
 from approvals.hashing import args_hash, canonical_json
-from approvals.models import Message, Run, ToolCall
+from approvals.models import Run, ToolCall
 
 from ..errors import Invalid
 from ..models import RemoteAgent, RemoteCall
@@ -56,8 +56,6 @@ def turn_propose(*, agent: RemoteAgent, proposal: dict) -> tuple[ToolCall, bool]
         return existing, False
     messages = _checked(proposal)
     run = _thread_run(agent, proposal["thread_id"], proposal["user_request"])
-    if proposal["user_request"] and proposal["user_request"] != run.messages.filter(role="user").last().content:
-        services.message_append(run=run, role=Message.Role.USER, content=proposal["user_request"])
     call = services.turn_request(run=run, step=proposal["step"], transcript=messages)
     if proposal["user_request"]:
         ToolCall.objects.filter(pk=call.pk).update(user_request=proposal["user_request"])
