@@ -29,8 +29,10 @@ def _poll_in_thread(token: str, call_id: int, answers: list) -> threading.Thread
     return thread
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_long_poll_returns_when_a_reviewer_decides(roles, django_user_model, settings):
+@pytest.fixture
+def polled(roles, django_user_model, settings):
+    """A reviewer, and a pending call whose agent is waiting on it in a long-poll of 60 s: (reviewer, call,
+    the answers the poll got, its thread)."""
     settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120  # longer than the wait: only the wake-up can end it early
     agent = AgentClient("poller")
     agent.declare()
@@ -38,9 +40,14 @@ def test_a_long_poll_returns_when_a_reviewer_decides(roles, django_user_model, s
     reviewer.groups.add(*Group.objects.filter(name="reviewers"))
     call = ToolCall.objects.get(pk=agent.propose()["id"])
     answers: list = []
-
     thread = _poll_in_thread(agent.token, call.pk, answers)
     assert wait_for(lambda: call.pk in waiting._waiters), "the long-poll never started waiting"
+    return reviewer, call, answers, thread
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_poll_returns_when_a_reviewer_decides(polled):
+    reviewer, call, answers, thread = polled
     services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
     thread.join(90)
 
@@ -50,17 +57,8 @@ def test_a_long_poll_returns_when_a_reviewer_decides(roles, django_user_model, s
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_long_poll_returns_when_the_run_is_cancelled(roles, django_user_model, settings):
-    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120  # longer than the wait: only the wake-up can end it early
-    agent = AgentClient("poller")
-    agent.declare()
-    reviewer = django_user_model.objects.create_user("alice")
-    reviewer.groups.add(*Group.objects.filter(name="reviewers"))
-    call = ToolCall.objects.get(pk=agent.propose()["id"])
-    answers: list = []
-
-    thread = _poll_in_thread(agent.token, call.pk, answers)
-    assert wait_for(lambda: call.pk in waiting._waiters), "the long-poll never started waiting"
+def test_a_long_poll_returns_when_the_run_is_cancelled(polled):
+    reviewer, call, answers, thread = polled
     services.run_cancel(run=call.run, user=reviewer)
     thread.join(30)  # the poll waits 60 s: only the wake-up ends it within this ceiling
 
