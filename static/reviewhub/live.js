@@ -14,12 +14,14 @@
   var LEAVE_AFTER = 1500; // ms a call you decided stays in your queue, showing the outcome
   var RETRIED = [1006, 1011, 1012, 1013]; // close codes the extension reconnects after
   var STATUS_TEXT = { live: "live", reconnecting: "reconnecting…", polling: "polling" };
+  var REREAD = "X-ReviewHub-Reread"; // the header of a card's re-read after a push
 
   var baseTitle = document.title.replace(/^\(\d+\) /, "");
   var announced = new Set(); // calls this page showed or announced
   var gone = new Set();      // "call@round" seen decided: a later "pending" for it is stale
   var leftNow = new Set();   // calls that just left the queue, decided by someone else: their toast shows
   var down = new Set();      // socket elements that are not open
+  var owed = new Map();       // call id → its decided row, for a card that was busy with a request of its own
   var pollTimer = null;
 
   htmx.config.wsReconnectDelay = function (retries) { // 0.5 s doubling to 5 s, with jitter
@@ -80,11 +82,26 @@
     var card = document.getElementById("call-" + row.dataset.callId);
     if (!card || card.classList.contains("decided-elsewhere")) return;
     if (row.dataset.pending !== "1") {
-      if (card.dataset.pending === "1" && !inFlight(card)) showDecided(card, row);
+      if (card.dataset.pending !== "1") return;
+      if (inFlight(card)) owed.set(row.dataset.callId, row); // told once the card's own request has answered
+      else showDecided(card, row);
     } else if (card.dataset.pending === "1" && !busy(card)) {
-      card.dataset.rereading = "1"; // its answer is swapped in only if the reviewer has not started on the card meanwhile
-      htmx.ajax("GET", row.querySelector("a.row-link").getAttribute("href"), { target: card, swap: "outerHTML" });
+      // Marked by a header of its own: its answer is swapped in only if the reviewer has not started on the card
+      // meanwhile (a mark on the card would also stop the answer of the reviewer's own request, an Edit… say).
+      var headers = {}; headers[REREAD] = "1";
+      htmx.ajax("GET", row.querySelector("a.row-link").getAttribute("href"), { target: card, swap: "outerHTML", headers: headers });
     }
+  }
+
+  // A card whose own request was in flight when its call was decided elsewhere: if that request was not this
+  // reviewer's decision (a claim, a preview), the card still says pending once it has answered; say who decided.
+  function settleOwed() {
+    owed.forEach(function (row, id) {
+      var card = document.getElementById("call-" + id);
+      if (card && inFlight(card)) return;
+      owed.delete(id);
+      if (card && card.dataset.pending === "1" && !card.classList.contains("decided-elsewhere")) showDecided(card, row);
+    });
   }
 
   function shown(change) { // the number of calls the list says it shows
@@ -233,12 +250,14 @@
     else if (detail.target.matches("article.call") && !mayReplace(detail.target, detail.fragment.firstElementChild)) detail.shouldSwap = false;
   });
 
+  document.addEventListener("htmx:afterRequest", function () { if (owed.size) setTimeout(settleOwed, 0); });
+
   document.addEventListener("htmx:beforeSwap", function (event) {
-    var target = event.detail.target;
-    if (!target.dataset || target.dataset.rereading !== "1") return;
-    delete target.dataset.rereading;
-    // Not over a card the reviewer has started on, nor over one with a request of its own in flight (a preview, say).
-    var started = working(target) || !!target.querySelector(".htmx-request");
+    var target = event.detail.target, headers = (event.detail.etc && event.detail.etc.headers) || {};
+    if (headers[REREAD] !== "1") return;
+    // Not over a card the reviewer has started on, nor over one with a request of its own in flight (a preview,
+    // say), nor over one that a reviewer's own answer has already replaced.
+    var started = !target.isConnected || working(target) || !!target.querySelector(".htmx-request");
     if (started || target.dataset.pending !== "1" || target.classList.contains("decided-elsewhere")) event.detail.shouldSwap = false;
   });
 
