@@ -23,6 +23,7 @@ REDIS_URL (default Redis database 0).
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import subprocess
@@ -259,6 +260,11 @@ def report(rnd: Round, receiver) -> None:
     duplicates = sum(len(receiver.arrivals[c]) - 1 for c in hooked_calls if c in receiver.arrivals)
     lost = len(calls) - len(pushes), len(calls) - len(polls), len(hooked_calls) - len(hooks)
     print(f"lost: {lost[0]} pushes, {lost[1]} long-polls, {lost[2]} webhooks; {duplicates} duplicate deliveries")
+    if polls:
+        order = sorted(rnd.committed, key=rnd.committed.get)
+        timed = [c for c in calls if c in rnd.returned and c in rnd.committed]
+        slowest = max(timed, key=lambda c: rnd.returned[c] - rnd.committed[c])
+        print(f"slowest long-poll: decision {order.index(slowest) + 1} of {len(order)}")
     for line in rnd.polls_lost:
         print("  " + line)
     webhook_path(rnd, receiver)
@@ -301,6 +307,8 @@ async def run_all(args, port: int, people, receiver) -> Round:
         options = {"interval": args.interval, "stagger": args.stagger, "receiver": receiver}
         await one_round(http, port, people, warm, tag=f"{stamp}-warm", hooked=len(warm), **options)
         receiver.arrivals.clear()
+        gc.collect()
+        gc.freeze()  # as reviewhub/asgi.py does: the decider stands for a reviewer's request in an ASGI process
         return await one_round(http, port, people, tokens, tag=stamp, hooked=hooked, **options)
 
 

@@ -8,7 +8,6 @@ import contextlib
 import time
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.db import connection
 from ninja import NinjaAPI, Path, Query, Swagger
 
@@ -105,14 +104,14 @@ async def call_get(request, call_id: int = CALL_ID, wait: float = Query(0, ge=0,
         deadline = time.monotonic() + wait
         async with waiting.Waiter(call_id) as event:
             while True:
+                event.clear()  # before the read: a wake-up during it makes the wait below return at once
                 if (decided := await sync_to_async(_read_if_decided)(request, call_id)) is not None:
                     return await sync_to_async(call_json)(decided, request)  # as read: no second query
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
-                event.clear()
-                with contextlib.suppress(TimeoutError):
-                    await _wait_for(event, min(left, settings.REVIEWHUB_WAIT_RECHECK_SECONDS))
+                with contextlib.suppress(TimeoutError):  # woken by a decision, or by the process's re-check
+                    await _wait_for(event, left)
     return await sync_to_async(_call_out)(request, call_id)
 
 

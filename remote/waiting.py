@@ -3,8 +3,10 @@
 Each waiting request holds an asyncio.Event in its process. A decision wakes the waiters of its
 calls after the commit: in the embedded default directly (one process); with REDIS_URL through a
 Redis pub/sub channel that one listener per process reads, so every ASGI process wakes its own.
-Waiters also re-read the call every REVIEWHUB_WAIT_RECHECK_SECONDS, so a lost wake-up costs at
-most that long, never a missed decision.
+Every REVIEWHUB_WAIT_RECHECK_SECONDS one task per process reads, in one query, which of the calls its
+long-polls wait on are no longer pending, and wakes those: a lost wake-up costs at most that long, never a
+missed decision, and a hundred waiting agents cost one query per interval, not a hundred (each with a new
+database connection).
 """
 
 import asyncio
@@ -14,7 +16,9 @@ import logging
 import threading
 from collections import defaultdict
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import connection
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +27,7 @@ CHANNEL = "reviewhub:calls-decided"
 _lock = threading.Lock()
 _waiters: dict[int, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = defaultdict(set)
 _listeners: dict[asyncio.AbstractEventLoop, asyncio.Task] = {}
+_checkers: dict[asyncio.AbstractEventLoop, asyncio.Task] = {}
 _publisher = None
 
 
@@ -78,6 +83,44 @@ def _ensure_listener(loop: asyncio.AbstractEventLoop) -> None:
         _listeners[loop] = loop.create_task(_listen())
 
 
+def _waited_on(loop: asyncio.AbstractEventLoop) -> list[int]:
+    with _lock:
+        return [call_id for call_id, waiters in _waiters.items() if any(other is loop for other, _ in waiters)]
+
+
+def decided_among(call_ids: list[int]) -> list[int]:
+    """Which of these calls are no longer pending, in one query; the connection is not kept between checks."""
+    from approvals.models import ToolCall
+
+    try:
+        decided = ToolCall.objects.filter(pk__in=call_ids).exclude(status=ToolCall.Status.PENDING)
+        return list(decided.values_list("pk", flat=True))
+    finally:
+        connection.close()
+
+
+async def _recheck(loop: asyncio.AbstractEventLoop) -> None:
+    """While this loop has long-polls waiting: every interval, wake those whose call was decided meanwhile."""
+    while True:
+        await asyncio.sleep(settings.REVIEWHUB_WAIT_RECHECK_SECONDS)
+        call_ids = _waited_on(loop)
+        if not call_ids:  # nobody waits: the next Waiter starts a new check (same loop, so no await between)
+            _checkers.pop(loop, None)
+            return
+        try:
+            _wake_here(await sync_to_async(decided_among, thread_sensitive=False)(call_ids))
+        except Exception as exc:  # the next check tries again; the waiters' own deadlines still hold
+            log.warning("could not re-check the waiting calls: %s", exc)
+
+
+def _ensure_checker(loop: asyncio.AbstractEventLoop) -> None:
+    for stale in [other for other in _checkers if other.is_closed()]:
+        del _checkers[stale]
+    task = _checkers.get(loop)
+    if task is None or task.done():
+        _checkers[loop] = loop.create_task(_recheck(loop))
+
+
 class Waiter:
     """`async with Waiter(call_id) as event:` registers before the first read, so no wake-up falls between."""
 
@@ -90,6 +133,7 @@ class Waiter:
         _ensure_listener(self.loop)
         with _lock:
             _waiters[self.call_id].add((self.loop, self.event))
+        _ensure_checker(self.loop)
         return self.event
 
     async def __aexit__(self, *exc) -> None:

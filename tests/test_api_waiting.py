@@ -1,5 +1,6 @@
 """Long-polls: GET /api/v1/calls/{id}?wait= returns the moment a decision commits, whoever makes it."""
 
+import asyncio
 import threading
 
 import pytest
@@ -154,3 +155,47 @@ def test_a_waiting_long_poll_holds_no_database_connection(require_postgres, role
 
     assert released, "the waiting long-poll kept its database connection open"
     assert answers and answers[0]["status"] == "approved"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lost_wake_up_is_made_good_by_the_process_recheck(roles, django_user_model, settings, monkeypatch):
+    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 0.3
+    monkeypatch.setattr(waiting, "wake", lambda call_ids: None)  # no decision wakes anyone
+    agent = AgentClient("poller")
+    agent.declare()
+    reviewer = django_user_model.objects.create_user("alice")
+    reviewer.groups.add(*Group.objects.filter(name="reviewers"))
+    call = ToolCall.objects.get(pk=agent.propose()["id"])
+    answers: list = []
+
+    thread = _poll_in_thread(agent.token, call.pk, answers)
+    assert wait_for(lambda: call.pk in waiting._waiters), "the long-poll never started waiting"
+    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+    thread.join(30)  # the poll waits 60 s: only the re-check ends it within this ceiling
+
+    assert answers and answers[0]["status"] == "approved"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_recheck_reads_every_call_the_process_waits_on_and_wakes_only_the_decided(roles, settings, monkeypatch):
+    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 0.2
+    agent = AgentClient("poller")
+    agent.declare()
+    decided, *pending = [agent.propose(thread_id=f"t-{i}", idempotency_key=f"k-{i}")["id"] for i in range(3)]
+    ToolCall.objects.filter(pk=decided).update(status=ToolCall.Status.APPROVED)
+    checked: list[list[int]] = []
+    original = waiting.decided_among
+
+    def decided_among(call_ids):
+        checked.append(sorted(call_ids))
+        return original(call_ids)
+
+    monkeypatch.setattr(waiting, "decided_among", decided_among)
+
+    async def wait_on_all():
+        async with waiting.Waiter(decided) as woken, waiting.Waiter(pending[0]) as a, waiting.Waiter(pending[1]) as b:
+            await asyncio.wait_for(woken.wait(), 20)
+            return a.is_set(), b.is_set()
+
+    assert asyncio.run(wait_on_all()) == (False, False)
+    assert checked[0] == sorted([decided, *pending])  # one query for the three waiting calls
