@@ -31,19 +31,30 @@ def _poll_in_thread(token: str, call_id: int, answers: list) -> threading.Thread
 
 
 @pytest.fixture
-def polled(roles, django_user_model, settings):
-    """A reviewer, and a pending call whose agent is waiting on it in a long-poll of 60 s: (reviewer, call,
-    the answers the poll got, its thread)."""
-    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120  # longer than the wait: only the wake-up can end it early
+def proposed(roles, django_user_model):
+    """An agent, a reviewer, and the agent's call waiting for review: (agent, reviewer, call)."""
     agent = AgentClient("poller")
     agent.declare()
     reviewer = django_user_model.objects.create_user("alice")
     reviewer.groups.add(*Group.objects.filter(name="reviewers"))
-    call = ToolCall.objects.get(pk=agent.propose()["id"])
+    return agent, reviewer, ToolCall.objects.get(pk=agent.propose()["id"])
+
+
+def _waiting_poll(agent, call) -> tuple[list, threading.Thread]:
+    """A long-poll of 60 s on the call, once it waits: (the answers it got, its thread)."""
     answers: list = []
     thread = _poll_in_thread(agent.token, call.pk, answers)
     assert wait_for(lambda: call.pk in waiting._waiters), "the long-poll never started waiting"
-    return reviewer, call, answers, thread
+    return answers, thread
+
+
+@pytest.fixture
+def polled(proposed, settings):
+    """A reviewer, and a pending call whose agent is waiting on it in a long-poll of 60 s: (reviewer, call,
+    the answers the poll got, its thread)."""
+    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120  # longer than the wait: only the wake-up can end it early
+    agent, reviewer, call = proposed
+    return reviewer, call, *_waiting_poll(agent, call)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -90,18 +101,14 @@ def test_a_long_poll_that_times_out_returns_the_pending_call(roles):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_with_redis_a_decision_wakes_the_long_poll_through_pub_sub(roles, django_user_model, settings):
+def test_with_redis_a_decision_wakes_the_long_poll_through_pub_sub(proposed, settings):
     if not reachable("127.0.0.1", 6379):
         pytest.skip("Redis is not reachable on 127.0.0.1:6379: this test needs it.")
     settings.REDIS_URL = settings.REDIS_TEST_URL
     settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120
     published = []
     original = waiting._wake_here
-    agent = AgentClient("poller")
-    agent.declare()
-    reviewer = django_user_model.objects.create_user("alice")
-    reviewer.groups.add(*Group.objects.filter(name="reviewers"))
-    call = ToolCall.objects.get(pk=agent.propose()["id"])
+    agent, reviewer, call = proposed
     answers: list = []
 
     def heard(call_ids):  # what the listener hears from Redis
@@ -138,17 +145,10 @@ def _connections_to_this_database() -> int:
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
-def test_a_waiting_long_poll_holds_no_database_connection(require_postgres, roles, django_user_model, settings):
+def test_a_waiting_long_poll_holds_no_database_connection(require_postgres, proposed, settings):
     settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120
-    agent = AgentClient("poller")
-    agent.declare()
-    reviewer = django_user_model.objects.create_user("alice")
-    reviewer.groups.add(*Group.objects.filter(name="reviewers"))
-    call = ToolCall.objects.get(pk=agent.propose()["id"])
-    answers: list = []
-
-    thread = _poll_in_thread(agent.token, call.pk, answers)
-    assert wait_for(lambda: call.pk in waiting._waiters), "the long-poll never started waiting"
+    agent, reviewer, call = proposed
+    answers, thread = _waiting_poll(agent, call)
     released = wait_for(lambda: _connections_to_this_database() == 0)
     services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
     thread.join(90)
@@ -158,18 +158,11 @@ def test_a_waiting_long_poll_holds_no_database_connection(require_postgres, role
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_lost_wake_up_is_made_good_by_the_process_recheck(roles, django_user_model, settings, monkeypatch):
+def test_a_lost_wake_up_is_made_good_by_the_process_recheck(proposed, settings, monkeypatch):
     settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 0.3
     monkeypatch.setattr(waiting, "wake", lambda call_ids: None)  # no decision wakes anyone
-    agent = AgentClient("poller")
-    agent.declare()
-    reviewer = django_user_model.objects.create_user("alice")
-    reviewer.groups.add(*Group.objects.filter(name="reviewers"))
-    call = ToolCall.objects.get(pk=agent.propose()["id"])
-    answers: list = []
-
-    thread = _poll_in_thread(agent.token, call.pk, answers)
-    assert wait_for(lambda: call.pk in waiting._waiters), "the long-poll never started waiting"
+    agent, reviewer, call = proposed
+    answers, thread = _waiting_poll(agent, call)
     services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
     thread.join(30)  # the poll waits 60 s: only the re-check ends it within this ceiling
 
