@@ -6,6 +6,7 @@ from django.contrib import admin
 from .admin_filters import RefuseUnstorableQuery
 from .auditors import AuditorsOnlyLook
 from .models import PolicyRule, ShadowResult, ToolSetting
+from .storable import json_problems
 from .tools import registry
 
 
@@ -28,6 +29,9 @@ class PolicyRuleForm(forms.ModelForm):
             known = tool.args_model.model_json_schema().get("properties", {})
             if field not in known:
                 self.add_error("field", f"{tool.name} has no argument {field!r}; it has: {', '.join(known)}.")
+        for problems in json_problems(data.get("value")).values():  # NUL, NaN, deep nesting: jsonb refuses them
+            self.add_error("value", problems[0])
+            break
         return data
 
 

@@ -186,6 +186,36 @@ def test_the_admin_refuses_a_rule_on_an_argument_the_tool_does_not_have(client, 
     assert not PolicyRule.objects.filter(name="typo").exists()
 
 
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ('"A-1001\\u0000"', "Null characters are not allowed"),
+        ("NaN", "finite number"),
+        ("[" * 40 + "]" * 40, "Nested too deeply"),
+    ],
+)
+def test_the_admin_refuses_a_rule_value_the_database_cannot_store_naming_the_field(
+    client, admin_user, shop, value, problem
+):
+    client.force_login(admin_user)
+    response = client.post(
+        reverse("admin:approvals_policyrule_add"),
+        {
+            "name": "unstorable",
+            "tool_name": "issue_refund",
+            "field": "order_id",
+            "operator": "==",
+            "value": value,
+            "outcome": "run",
+            "required_approvals": "1",
+            "order": "1",
+        },
+    )
+    assert response.status_code == 200
+    assert problem in response.content.decode()
+    assert not PolicyRule.objects.filter(name="unstorable").exists()
+
+
 def test_tool_settings_are_edited_in_the_admin(client, admin_user, roles):
     client.force_login(admin_user)
     response = client.post(
