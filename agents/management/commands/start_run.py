@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 from agents import services
 from agents.agents import registry
 from approvals.services import NotAllowed
+from approvals.storable import text_problem
 
 
 class Command(BaseCommand):
@@ -17,6 +18,8 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true")
 
     def handle(self, *args, **options):
+        if problem := text_problem(options["request"]):  # a shell can pass a lone surrogate (undecodable bytes)
+            raise CommandError(f"The request {problem[0].lower()}{problem[1:]} Nothing was started.")
         user = None
         if options["user"]:
             user = get_user_model().objects.filter(username=options["user"]).first()
