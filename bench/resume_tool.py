@@ -39,7 +39,7 @@ registry.allow(agent="orders", tools=[*registry.allowed("orders"), "bench_mark"]
 
 def _note_task_start(sender=None, args=None, **kwargs):
     """When the worker starts the task that resumes a run: where the time goes, with --trace."""
-    if args:
+    if args and getattr(sender, "name", "") == "agents.tasks.advance_run":  # not the notification tasks of the call
         redis.Redis.from_url(settings.REDIS_URL).set(f"bench-task-{args[0]}", repr(time.time()), ex=600, nx=True)
 
 
