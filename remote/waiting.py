@@ -73,14 +73,14 @@ async def _listen() -> None:
         await client.aclose()
 
 
-def _ensure_listener(loop: asyncio.AbstractEventLoop) -> None:
-    if not settings.REDIS_URL:
-        return
-    for stale in [other for other in _listeners if other.is_closed()]:
-        del _listeners[stale]
-    task = _listeners.get(loop)
+def _keep_running(tasks: dict[asyncio.AbstractEventLoop, asyncio.Task], loop: asyncio.AbstractEventLoop, start) -> None:
+    """One task per event loop in `tasks`: started by `start()` if this loop has none running (closed loops
+    are forgotten)."""
+    for stale in [other for other in tasks if other.is_closed()]:
+        del tasks[stale]
+    task = tasks.get(loop)
     if task is None or task.done():
-        _listeners[loop] = loop.create_task(_listen())
+        tasks[loop] = loop.create_task(start())
 
 
 def _waited_on(loop: asyncio.AbstractEventLoop) -> list[int]:
@@ -113,14 +113,6 @@ async def _recheck(loop: asyncio.AbstractEventLoop) -> None:
             log.warning("could not re-check the waiting calls: %s", exc)
 
 
-def _ensure_checker(loop: asyncio.AbstractEventLoop) -> None:
-    for stale in [other for other in _checkers if other.is_closed()]:
-        del _checkers[stale]
-    task = _checkers.get(loop)
-    if task is None or task.done():
-        _checkers[loop] = loop.create_task(_recheck(loop))
-
-
 class Waiter:
     """`async with Waiter(call_id) as event:` registers before the first read, so no wake-up falls between."""
 
@@ -130,10 +122,11 @@ class Waiter:
         self.event = asyncio.Event()
 
     async def __aenter__(self) -> asyncio.Event:
-        _ensure_listener(self.loop)
+        if settings.REDIS_URL:
+            _keep_running(_listeners, self.loop, _listen)
         with _lock:
             _waiters[self.call_id].add((self.loop, self.event))
-        _ensure_checker(self.loop)
+        _keep_running(_checkers, self.loop, lambda: _recheck(self.loop))
         return self.event
 
     async def __aexit__(self, *exc) -> None:
