@@ -29,9 +29,8 @@ class PolicyRuleForm(forms.ModelForm):
             known = tool.args_model.model_json_schema().get("properties", {})
             if field not in known:
                 self.add_error("field", f"{tool.name} has no argument {field!r}; it has: {', '.join(known)}.")
-        for problems in json_problems(data.get("value")).values():  # NUL, NaN, deep nesting: jsonb refuses them
-            self.add_error("value", problems[0])
-            break
+        if problems := json_problems(data.get("value")):  # NUL, NaN, deep nesting: jsonb refuses them
+            self.add_error("value", next(iter(problems.values()))[0])
         return data
 
 
