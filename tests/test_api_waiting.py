@@ -31,10 +31,17 @@ def _poll_in_thread(token: str, call_id: int, answers: list) -> threading.Thread
 
 
 @pytest.fixture
-def proposed(roles, django_user_model):
-    """An agent, a reviewer, and the agent's call waiting for review: (agent, reviewer, call)."""
+def poller(roles) -> AgentClient:
+    """An agent that has declared its refund tool (tier approval)."""
     agent = AgentClient("poller")
     agent.declare()
+    return agent
+
+
+@pytest.fixture
+def proposed(poller, django_user_model):
+    """An agent, a reviewer, and the agent's call waiting for review: (agent, reviewer, call)."""
+    agent = poller
     reviewer = django_user_model.objects.create_user("alice")
     reviewer.groups.add(*Group.objects.filter(name="reviewers"))
     return agent, reviewer, ToolCall.objects.get(pk=agent.propose()["id"])
@@ -90,12 +97,10 @@ def test_a_long_poll_of_a_call_already_decided_returns_at_once(roles, django_use
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_long_poll_that_times_out_returns_the_pending_call(roles):
-    agent = AgentClient("poller")
-    agent.declare()
-    call = agent.propose()
+def test_a_long_poll_that_times_out_returns_the_pending_call(poller):
+    call = poller.propose()
 
-    answer = agent.get(f"/calls/{call['id']}?wait=0.2").json()
+    answer = poller.get(f"/calls/{call['id']}?wait=0.2").json()
 
     assert answer["status"] == "pending" and answer["decision"] is None
 
@@ -170,11 +175,9 @@ def test_a_lost_wake_up_is_made_good_by_the_process_recheck(proposed, settings, 
 
 
 @pytest.mark.django_db(transaction=True)
-def test_one_recheck_reads_every_call_the_process_waits_on_and_wakes_only_the_decided(roles, settings, monkeypatch):
+def test_one_recheck_reads_every_call_the_process_waits_on_and_wakes_only_the_decided(poller, settings, monkeypatch):
     settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 0.2
-    agent = AgentClient("poller")
-    agent.declare()
-    decided, *pending = [agent.propose(thread_id=f"t-{i}", idempotency_key=f"k-{i}")["id"] for i in range(3)]
+    decided, *pending = [poller.propose(thread_id=f"t-{i}", idempotency_key=f"k-{i}")["id"] for i in range(3)]
     ToolCall.objects.filter(pk=decided).update(status=ToolCall.Status.APPROVED)
     checked: list[list[int]] = []
     original = waiting.decided_among
