@@ -118,11 +118,9 @@ def _take_turn(run: Run, messages: list[Message]) -> bool | None:
 
 def _run_approved_first(run_id: int) -> None:
     """Approved calls first, before anything else is read: a decision's resumption waits for nothing else."""
-    runnable = ToolCall.objects.filter(
-        run_id=run_id, run__status__in=Run.ACTIVE, status__in=RUNNABLE, kind__in=services.EXECUTABLE
-    )
-    for call in runnable.only("pk").order_by("pk"):
-        services.toolcall_execute(call=call)
+    runnable = services.runnable_calls(run_id=run_id, run__status__in=Run.ACTIVE, kind__in=services.EXECUTABLE)
+    for call in runnable.order_by("pk"):
+        services.toolcall_execute(call=call, loaded=True)
 
 
 def _begin_turn(run: Run) -> bool:

@@ -4,7 +4,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agents import loop
-from approvals import services
+from approvals import policy_snapshot, services
 from approvals.models import AuditEvent, Run, ToolCall
 from shop.models import Refund
 
@@ -46,3 +46,18 @@ def test_the_tools_task_does_not_run_an_approved_call_of_a_cancelled_run(make_ru
     loop.advance(call.run_id, only=loop.TOOLS)
     assert Refund.objects.count() == 0
     assert ToolCall.objects.get(pk=call.pk).status == ToolCall.Status.APPROVED
+
+
+def test_before_the_claim_the_call_and_its_decisions_are_read_once_and_policy_by_its_stamp(make_run, reviewer):
+    call = approved(make_run, reviewer)
+    policy_snapshot.current()  # a process reads its policy once (tests/test_policy_snapshot.py)
+    with CaptureQueriesContext(connection) as queries:
+        loop.advance(call.run_id, only=loop.TOOLS)
+    sql = [q["sql"] for q in queries.captured_queries]
+    claimed = next(i for i, s in enumerate(sql) if s.startswith('UPDATE "approvals_toolcall"') and "executing" in s)
+    reads = [s for s in sql[:claimed] if s.startswith("SELECT")]
+    assert sum('FROM "approvals_toolcall"' in s for s in reads) == 1
+    assert sum('FROM "approvals_decision"' in s for s in reads) == 1
+    assert not any("approvals_policyrule" in s or "approvals_toolsetting" in s for s in reads)
+    assert sum("approvals_policystamp" in s for s in reads) == 1
+    assert Refund.objects.count() == 1

@@ -199,16 +199,29 @@ class ToolCall(models.Model):
             return self.reviewing_by
         return None
 
+    def _prefetched_decisions(self) -> list["Decision"] | None:
+        """The call's decisions if a caller prefetched them (with_decisions()), else None: then each reads them."""
+        return getattr(self, "_prefetched_objects_cache", {}).get("decisions")
+
     def final_decision(self):
+        prefetched = self._prefetched_decisions()
+        if prefetched is not None:
+            return max((d for d in prefetched if d.final), key=lambda d: d.pk, default=None)
         return self.decisions.filter(final=True).select_related("reviewer").order_by("-id").first()
 
     def round_approvals(self, arguments_hash: str | None = None) -> list["Decision"]:
         """Approvals in this review round of exactly these arguments (by default, those now under review)."""
+        wanted = arguments_hash or self.review_hash
+        prefetched = self._prefetched_decisions()
+        if prefetched is not None:
+            return [
+                d
+                for d in prefetched
+                if d.round == self.review_round and d.verdict in Decision.APPROVING and d.arguments_hash == wanted
+            ]
         return list(
             self.decisions.filter(
-                round=self.review_round,
-                verdict__in=Decision.APPROVING,
-                arguments_hash=arguments_hash or self.review_hash,
+                round=self.review_round, verdict__in=Decision.APPROVING, arguments_hash=wanted
             ).select_related("reviewer")
         )
 

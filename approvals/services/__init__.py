@@ -26,7 +26,7 @@ from .errors import (
     UndoError,
     WarningNotAcknowledged,
 )
-from .execution import EXECUTABLE, toolcall_claim, toolcall_execute
+from .execution import EXECUTABLE, runnable_calls, toolcall_claim, toolcall_execute
 from .gate import ProposedCall, step_record
 from .previews import toolcall_edit_changes, toolcall_preview
 from .questions import AnswerRefused, question_from_agent, toolcall_answer
@@ -73,6 +73,7 @@ __all__ = [
     "run_set_status",
     "run_stall",
     "run_take_further",
+    "runnable_calls",
     "step_is_answered",
     "step_record",
     "stuck_runs",

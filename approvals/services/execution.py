@@ -6,11 +6,12 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 
 from .. import audit, live, policy
 from ..hashing import args_hash
-from ..models import ToolCall, ToolSetting
+from ..models import Decision, ToolCall, ToolSetting
 from ..text import edit_summary
 from ..tools import ArgumentsInvalid, Ask, Tool, ToolContext, registry
 from .deadlines import set_deadline
@@ -132,16 +133,26 @@ RUNNABLE = (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING)
 EXECUTABLE = (ToolCall.Kind.CALL, ToolCall.Kind.CHECKPOINT)  # what runs a tool body once approved
 
 
-def toolcall_execute(*, call: ToolCall) -> bool:
+def runnable_calls(**where) -> QuerySet[ToolCall]:
+    """Approved (or abandoned executing) calls as toolcall_execute(loaded=True) takes them: with their run and
+    decisions, read in two statements however many there are."""
+    decisions = Prefetch("decisions", queryset=Decision.objects.select_related("reviewer"))
+    return ToolCall.objects.filter(status__in=RUNNABLE, **where).select_related("run").prefetch_related(decisions)
+
+
+def toolcall_execute(*, call: ToolCall, loaded: bool = False) -> bool:
     """Run an approved call exactly as approved, and record what happened.
 
     Just before running, policy is evaluated again and the facts are fetched
     again (reads only, before any lock): a call that policy now forbids or wants
     more approvals for, or whose material facts changed, does not run and goes
     back to the queue. Then one transaction claims the call and records that it
-    is executing, and the tool's body runs.
+    is executing, and the tool's body runs. `loaded`: the call was just read by
+    runnable_calls(); otherwise it is read again here. Either way the claim makes
+    sure that only one worker runs it.
     """
-    call = ToolCall.objects.select_related("run").filter(pk=call.pk, status__in=RUNNABLE).first()
+    if not loaded:
+        call = runnable_calls(pk=call.pk).first()
     if call is None or call.run.is_remote:
         return False  # a remote agent's call is executed by its agent, through the agent API's claim and report
     if call.kind not in EXECUTABLE:
