@@ -10,6 +10,7 @@ import logging
 from dataclasses import asdict, dataclass
 from decimal import Decimal, InvalidOperation
 
+from . import policy_snapshot
 from .models import PolicyRule, Tier, ToolSetting
 from .tools import Tool
 
@@ -75,7 +76,7 @@ def rule_matches(rule: PolicyRule, arguments: dict) -> bool:
 
 
 def _review(reason: str, rule: PolicyRule | None, tool_name: str) -> PolicyOutcome:
-    group = rule.group if rule is not None and rule.group_id else ToolSetting.for_tool(tool_name).group
+    group = rule.group if rule is not None and rule.group_id else ToolSetting.for_tool(tool_name, fresh=False).group
     return PolicyOutcome(
         REVIEW,
         reason,
@@ -87,11 +88,9 @@ def _review(reason: str, rule: PolicyRule | None, tool_name: str) -> PolicyOutco
 
 
 def rules_for(tool_names) -> dict[str, list[PolicyRule]]:
-    """The enabled rules, live and shadow, of these tools, in their order: one query for a whole step."""
-    rules: dict[str, list[PolicyRule]] = {name: [] for name in tool_names}
-    for rule in PolicyRule.objects.filter(enabled=True, tool_name__in=list(rules)).select_related("group"):
-        rules[rule.tool_name].append(rule)
-    return rules
+    """The enabled rules, live and shadow, of these tools, in their order (from the snapshot of policy)."""
+    snapshot = policy_snapshot.current()
+    return {name: list(snapshot.rules.get(name, ())) for name in tool_names}
 
 
 def _evaluate(tool: Tool, arguments: dict, rules: list[PolicyRule] | None) -> PolicyOutcome:

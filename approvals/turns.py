@@ -9,6 +9,7 @@ not in shadow mode pauses the turn; every matching shadow rule records that it w
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from . import policy_snapshot
 from .models import Message, TurnRule
 
 TURN_TOOL = "model turn"  # the tool name a held turn carries in the record (the queue's filters, the trail)
@@ -85,5 +86,7 @@ def match(rules: list[TurnRule], turn: Turn) -> tuple[TurnRule | None, list[Turn
     return pausing, shadows
 
 
-def enabled_rules() -> list[TurnRule]:
-    return list(TurnRule.objects.filter(enabled=True).select_related("group").order_by("order", "id"))
+def enabled_rules(*, fresh: bool = True) -> list[TurnRule]:
+    """The enabled turn rules in their order, from this process's snapshot of policy (policy_snapshot.py);
+    not `fresh`: as this thread last read it (a turn claimed by the step before it, whose gate just read it)."""
+    return list((policy_snapshot.current() if fresh else policy_snapshot.read_last()).turn_rules)

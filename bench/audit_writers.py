@@ -7,6 +7,9 @@ Each writer is a process with its own connection and its own run (as agents and
 reviewers acting on different runs are), looping: begin, 2 ms of other work,
 record one event, commit. `--global-lock` also locks one shared row first in each
 transaction, the write path before chains were per run, for comparison in the same run.
+It also prints the CPU time each event costs, the writer's and its PostgreSQL backend's
+(read from /proc, so on Linux with the server on the same machine): the machine's cores
+divided by that is the most events per second any number of writers can reach here.
 """
 
 import argparse
@@ -33,7 +36,16 @@ def parse_args():
     return parser.parse_args()
 
 
-def writer(run_id: int, stop, counts, slot: int, work: float, start, global_lock: bool) -> None:
+def cpu_seconds(pid: int | None = None) -> float:
+    """CPU time (user + system) of this process, or of another process on this machine (Linux /proc)."""
+    if pid is None:
+        usage = os.times()
+        return usage.user + usage.system
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def writer(run_id: int, stop, counts, cpu, slot: int, work: float, start, global_lock: bool) -> None:
     from django.db import connection, transaction
 
     from approvals import audit
@@ -41,7 +53,11 @@ def writer(run_id: int, stop, counts, slot: int, work: float, start, global_lock
 
     run = Run.objects.get(pk=run_id)
     AuditHead.objects.get_or_create(chain=0)
+    with connection.cursor() as cursor:
+        cursor.execute("select pg_backend_pid()")
+        backend = cursor.fetchone()[0]
     start.wait()
+    before = cpu_seconds(), cpu_seconds(backend)
     try:
         while not stop.is_set():
             with transaction.atomic():
@@ -50,6 +66,7 @@ def writer(run_id: int, stop, counts, slot: int, work: float, start, global_lock
                 time.sleep(work)
                 audit.record("resumed", run=run, payload={"n": counts[slot]})
             counts[slot] += 1
+        cpu[2 * slot], cpu[2 * slot + 1] = cpu_seconds() - before[0], cpu_seconds(backend) - before[1]
     finally:
         connection.close()
 
@@ -63,7 +80,8 @@ def measure(writers: int, seconds: float, work_ms: float, global_lock: bool) -> 
     connections.close_all()  # each process opens its own
     fork = multiprocessing.get_context("fork")
     counts, stop, start = fork.Array("l", writers), fork.Event(), fork.Barrier(writers + 1)
-    args = (stop, counts)
+    cpu = fork.Array("d", 2 * writers)  # per writer: its own CPU seconds, its PostgreSQL backend's
+    args = (stop, counts, cpu)
     processes = [
         fork.Process(target=writer, args=(runs[i], *args, i, work_ms / 1000, start, global_lock))
         for i in range(writers)
@@ -77,7 +95,12 @@ def measure(writers: int, seconds: float, work_ms: float, global_lock: bool) -> 
     stop.set()
     for process in processes:
         process.join()
-    return (after - before) / elapsed
+    total = sum(counts) or 1
+    return {
+        "events_per_s": (after - before) / elapsed,
+        "client_cpu_ms": 1000 * sum(cpu[0::2]) / total,
+        "server_cpu_ms": 1000 * sum(cpu[1::2]) / total,
+    }
 
 
 def main():
@@ -87,10 +110,16 @@ def main():
     if args.json:
         print(json.dumps(results))
         return
-    base = results[str(args.writers[0])]
+    base = results[str(args.writers[0])]["events_per_s"]
     print("one shared row locked too (as before)" if args.global_lock else "a lock per run's chain")
-    for n, rate in results.items():
-        print(f"  {n:>3} writers: {rate:7.0f} audit events/s ({rate / base:.1f}x)")
+    cores = os.cpu_count() or 1
+    for n, figures in results.items():
+        rate, cpu = figures["events_per_s"], figures["client_cpu_ms"] + figures["server_cpu_ms"]
+        print(
+            f"  {n:>3} writers: {rate:7.0f} audit events/s ({rate / base:.1f}x); CPU per event: writer "
+            f"{figures['client_cpu_ms']:.2f} ms + PostgreSQL {figures['server_cpu_ms']:.2f} ms, so {cores} cores "
+            f"give at most {1000 * cores / cpu:.0f}/s"
+        )
 
 
 if __name__ == "__main__":

@@ -65,7 +65,7 @@ def reviewhub(args) -> dict:
     resume_args = ["--json", "--samples", str(args.samples), "--database-url", url, "--histories", *histories]
     resume = run_json([py, "bench/resume.py", *resume_args], root)
     writers = run_json(
-        [py, "bench/audit_writers.py", "--json", "--database-url", url, "--writers", "1", "8", "32"], root
+        [py, "bench/audit_writers.py", "--json", "--database-url", url, "--writers", "1", "8", "16", "32"], root
     )
     return {"loop": loop, "resume": resume, "audit": writers}
 
@@ -99,9 +99,10 @@ def table(ours: dict, peers: dict[str, dict]) -> list[str]:
     for label, value, others, more in rows:
         cells = " ".join(f"{v:>12.2f}" for v in others)
         lines.append(f"{label:<40} {value:>10.2f} {cells}   {ratio(value, others, more)}")
-    for writers, rate in ours["audit"].items():
+    for writers, figures in ours["audit"].items():
         lines.append(
-            f"{f'audit events/s, {writers} writers':<40} {rate:>10.0f} " + " ".join(f"{'-':>12}" for _ in names)
+            f"{f'audit events/s, {writers} writers':<40} {figures['events_per_s']:>10.0f} "
+            + " ".join(f"{'-':>12}" for _ in names)
         )
     return lines
 

@@ -7,7 +7,7 @@ approvals/ calls a model.
 
 from .audit import GENESIS_HASH, GLOBAL_CHAIN, HASHED_FIELDS, AuditEvent, AuditHead
 from .calls import Decision, ToolCall
-from .policy import PolicyRule, ShadowResult, ToolSetting
+from .policy import PolicyRule, PolicyStamp, ShadowResult, ToolSetting
 from .runs import Message, Run, Tier
 from .turns import TurnRule, TurnShadow
 
@@ -20,6 +20,7 @@ __all__ = [
     "Decision",
     "Message",
     "PolicyRule",
+    "PolicyStamp",
     "Run",
     "ShadowResult",
     "Tier",

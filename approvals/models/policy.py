@@ -133,11 +133,14 @@ class ToolSetting(models.Model):
             raise ValidationError({"escalate_to": "Name the group that overdue calls go to."})
 
     @classmethod
-    def for_tool(cls, tool_name: str) -> "ToolSetting":
-        """The stored setting, or the defaults (any reviewer, the site's time limit, reject)."""
-        return cls.objects.filter(tool_name=tool_name).select_related("group", "escalate_to").first() or cls(
-            tool_name=tool_name
-        )
+    def for_tool(cls, tool_name: str, *, fresh: bool = True) -> "ToolSetting":
+        """The stored setting, or the defaults (any reviewer, the site's time limit, reject); shared, read-only:
+        from this process's snapshot of policy (approvals/policy_snapshot.py), which a change replaces.
+        Not `fresh`: as this thread read it a moment ago (policy evaluating a call, after reading its rules)."""
+        from .. import policy_snapshot
+
+        snapshot = policy_snapshot.current() if fresh else policy_snapshot.read_last()
+        return snapshot.settings.get(tool_name) or cls(tool_name=tool_name)
 
     def timeout(self) -> timedelta:
         if self.timeout_minutes:
@@ -174,3 +177,10 @@ class ShadowResult(models.Model):
         if outcome == PolicyRule.Outcome.RUN:
             return verdict == Decision.Verdict.APPROVE
         return verdict == Decision.Verdict.REJECT
+
+
+class PolicyStamp(models.Model):
+    """One row whose stamp changes, in the same transaction, with every change of a rule, a tool setting or a
+    group: a process's snapshot of policy is current while the stamp it was read under is (policy_snapshot.py)."""
+
+    stamp = models.CharField(max_length=32)

@@ -35,7 +35,8 @@ def turn_review(*, run: Run, transcript: list[Message], claimed_by_step: bool = 
     Returns the transcript the model should answer (with a reviewer's note, if one was added), or None
     when the run does not go on here: the turn is held for a person, or a reviewer wrote the reply.
     `claimed_by_step`: the turn was claimed in the commit of the step before it, so it was never held
-    (holding gives a turn back; it is claimed again on its own): one query less per step."""
+    (holding gives a turn back; it is claimed again on its own), and it is reviewed under the policy that
+    step's gate read a moment before: two queries less per step."""
     if run.is_remote or not transcript:
         return transcript
     step = run.step_count
@@ -44,7 +45,7 @@ def turn_review(*, run: Run, transcript: list[Message], claimed_by_step: bool = 
         held = None  # the last turn held was an earlier one
     if held is not None and held.status not in CLOSED:
         return _settled(run, held, transcript)
-    rules = turns.enabled_rules()
+    rules = turns.enabled_rules(fresh=not claimed_by_step)
     if not rules:
         return transcript
     rule, shadows = turns.match(rules, turns.Turn(run.agent, step, transcript))
