@@ -58,12 +58,12 @@ class ToolCall(models.Model):
     # rejected or sent back, and which revision this is (1 for a first proposal).
     revision_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="revisions")
     revision = models.PositiveSmallIntegerField(default=1)
-    tool_name = models.CharField(max_length=200, db_index=True)
+    tool_name = models.CharField(max_length=200)
     arguments = models.JSONField(null=True, blank=True)
     raw_arguments = models.TextField(blank=True)
     arguments_hash = models.CharField(max_length=64, blank=True)
     tier = models.CharField(max_length=16, choices=Tier.choices, blank=True)
-    status = models.CharField(max_length=16, choices=Status.choices, db_index=True)
+    status = models.CharField(max_length=16, choices=Status.choices)
     policy = models.JSONField(default=dict, blank=True)
     required_approvals = models.PositiveSmallIntegerField(default=1)
     description = models.TextField(blank=True)
@@ -100,7 +100,12 @@ class ToolCall(models.Model):
     class Meta:
         ordering = ["created_at", "id"]
         constraints = [models.UniqueConstraint(fields=["run", "call_id"], name="toolcall_unique_call_id")]
-        indexes = [  # the queue's orders, pending calls only (approvals/selectors.py)
+        indexes = [
+            # Plain indexes: db_index on a CharField adds a second, LIKE-prefix one on PostgreSQL that no query
+            # uses, and that every change of status (each call changes it 2-4 times) wrote to as well.
+            models.Index(fields=["tool_name"], name="toolcall_tool_name"),
+            models.Index(fields=["status"], name="toolcall_status"),
+            # The queue's orders, pending calls only (approvals/selectors.py).
             models.Index(fields=["created_at", "id"], condition=Q(status="pending"), name="toolcall_pending_oldest"),
             models.Index(
                 fields=["expires_at", "created_at", "id"],

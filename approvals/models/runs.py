@@ -34,7 +34,7 @@ class Run(models.Model):
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
     )
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     step_count = models.PositiveIntegerField(default=0)
     max_steps = models.PositiveIntegerField(default=12)
     thinking = models.BooleanField(default=False)
@@ -49,6 +49,7 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status"], name="run_status")]  # plain: no LIKE-prefix twin (calls.py)
 
     def __str__(self):
         return f"Run {self.pk} ({self.agent})"
