@@ -78,11 +78,13 @@ def sample(history: int, reviewer, redis_client) -> float:
     from approvals.models import Run
 
     run, call = waiting_run(history, reviewer)
+    key = f"bench-resume-{run.pk}"
+    redis_client.delete(key, f"bench-task-{run.pk}")  # left by an earlier run on another database, say
     committed: list[float] = []
     with transaction.atomic():
         transaction.on_commit(lambda: committed.append(time.time()))
         services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
-    key, deadline = f"bench-resume-{run.pk}", time.monotonic() + 30
+    deadline = time.monotonic() + 30
     while (started := redis_client.get(key)) is None:
         if time.monotonic() > deadline:
             raise SystemExit(f"the tool body of run {run.pk} did not start within 30 s: is the worker up?")
