@@ -54,7 +54,7 @@ def _read(stamp: str) -> Snapshot:
 
 
 def current() -> Snapshot:
-    """The enabled rules and the tool settings as committed (or as this transaction changed them)."""
+    """The enabled rules, turn rules and tool settings as committed (or as this transaction changed them)."""
     global _snapshot
     stamp = _stamp()
     snapshot = _snapshot

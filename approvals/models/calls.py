@@ -205,7 +205,7 @@ class ToolCall(models.Model):
         return None
 
     def _prefetched_decisions(self) -> list["Decision"] | None:
-        """The call's decisions if a caller prefetched them (with_decisions()), else None: then each reads them."""
+        """The call's decisions if a caller prefetched them (services.runnable_calls), else None (each reads them)."""
         return getattr(self, "_prefetched_objects_cache", {}).get("decisions")
 
     def final_decision(self):

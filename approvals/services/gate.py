@@ -138,7 +138,8 @@ def _gate(run: Run, reasoning: str, proposed: ProposedCall, problem: str, rules:
         return _proposal(call, tool, args, rules, ToolCall.Status.APPROVED, AuditEvent.Kind.AUTO_RUN)
     call.required_approvals = outcome.required_approvals
     call.review_group_id = outcome.group_id
-    set_deadline(call=call, setting=ToolSetting.for_tool(tool.name), now=timezone.now())
+    # The setting from the snapshot the step's rules came from (read again if that was over a second ago).
+    set_deadline(call=call, setting=ToolSetting.for_tool(tool.name, fresh=False), now=timezone.now())
     extra = {"arguments_hash": call.arguments_hash, "reasoning": call.reasoning, "expires_at": call.expires_at}
     extra |= revisions.link_revision(call)  # the same tool again after a reviewer sent it back: its next round
     return _proposal(call, tool, args, rules, ToolCall.Status.PENDING, AuditEvent.Kind.PROPOSED, **extra)
