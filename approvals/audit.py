@@ -16,10 +16,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
-from . import observers
+from . import audit_store, observers
 from .hashing import args_hash, canonical_json, event_hash
 from .models import (
     GENESIS_HASH,
@@ -100,19 +99,19 @@ def _event(entry: Entry, run, chain: int, prev_hash: str, now) -> AuditEvent:
 
 @transaction.atomic(savepoint=False)
 def record_many(run, entries: list[Entry]) -> list[AuditEvent]:
-    """Append events to the run's chain (the global one without a run), in order: three statements however many.
+    """Append events to the run's chain (the global one without a run), in order: two statements however many
+    on PostgreSQL (approvals/audit_store.py), three elsewhere.
 
     Only that chain's head row is locked, so writers on different runs never wait for each other.
     """
     if not entries:
         return []
     chain = chain_of(run)
-    head, now = locked_head(chain), timezone.now()
+    (head_id, last_hash), now = audit_store.lock_head(chain), timezone.now()
     events = []
     for entry in entries:
-        events.append(_event(entry, run, chain, events[-1].hash if events else head.last_hash, now))
-    AuditEvent.objects.bulk_create(events)
-    AuditHead.objects.filter(pk=head.pk).update(last_hash=events[-1].hash, seq=F("seq") + len(events), anchored=False)
+        events.append(_event(entry, run, chain, events[-1].hash if events else last_hash, now))
+    audit_store.append(events, head_id)
     for event in events:
         observers.event_recorded(event)
     return events
