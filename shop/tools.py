@@ -9,7 +9,7 @@ from typing import Annotated
 
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
-from django.db.models import Q, Sum
+from django.db.models import OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -70,7 +70,12 @@ class OrderArgs(Args):
 
 
 def get_order_status(args: OrderArgs, ctx: ToolContext) -> str:
-    order = _order(args.order_id)
+    """One statement: the order, its customer and the sum of its refunds (a subquery)."""
+    refunds = Refund.objects.filter(order=OuterRef("pk")).values("order").annotate(s=Sum("amount")).values("s")
+    order = Order.objects.select_related("customer").annotate(refunded=Subquery(refunds))
+    order = order.filter(number=args.order_id).first()
+    if order is None:
+        raise ToolError(f"there is no order {args.order_id}")
     return json.dumps(
         {
             "order_id": order.number,
@@ -80,7 +85,7 @@ def get_order_status(args: OrderArgs, ctx: ToolContext) -> str:
             "items": order.items,
             "total": str(order.total),
             "shipping": str(order.shipping),
-            "refunded": str(order.refunded_total()),
+            "refunded": str(order.refunded or Decimal("0.00")),
         }
     )
 

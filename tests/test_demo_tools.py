@@ -134,3 +134,31 @@ def test_the_demo_agent_emails_dana_about_her_order_and_the_reviewer_is_warned(m
     assert call.arguments["order_id"] == "A-1001"
     assert call.facts["order_customer_email"] == "dana.smith@example.com (Dana Smith)"
     assert "warning" in call.facts
+
+
+def test_an_order_status_is_read_in_one_statement_with_what_was_refunded(shop):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from approvals.tools import ToolContext
+    from shop.models import Order, Refund
+    from shop.tools import OrderArgs, get_order_status
+
+    order = Order.objects.get(number="A-1002")
+    Refund.objects.create(order=order, amount="5.00", reason="late", idempotency_key="test-refund-1")
+    Refund.objects.create(order=order, amount="2.50", reason="dent", idempotency_key="test-refund-2")
+    with CaptureQueriesContext(connection) as queries:
+        status = json.loads(get_order_status(OrderArgs(order_id="A-1002"), ToolContext("k")))
+    assert len(queries) == 1
+    assert status["refunded"] == str(order.refunded_total()) == "7.50"
+    assert status["customer"] == order.customer.name and status["status"] == order.status
+    untouched = Order.objects.exclude(refunds__isnull=False).first()
+    assert json.loads(get_order_status(OrderArgs(order_id=untouched.number), ToolContext("k")))["refunded"] == "0.00"
+
+
+def test_an_order_status_for_no_such_order_tells_the_model(run):
+    proposed = ProposedCall("call_1", "get_order_status", json.dumps({"order_id": "A-9999"}))
+    services.step_record(run=run, content="Looking.", calls=[proposed], run_read_only=True)
+    call = ToolCall.objects.get(run=run, call_id="call_1")
+    assert call.status == ToolCall.Status.FAILED
+    assert "there is no order A-9999" in tool_output(run)
