@@ -49,19 +49,22 @@ class AuditEvent(models.Model):
         ToolCall, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events"
     )
     kind = models.CharField(max_length=32, choices=Kind.choices)
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, db_index=False)
     actor_label = models.CharField(max_length=150)
     payload = models.JSONField(default=dict)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     prev_hash = models.CharField(max_length=64)
-    hash = models.CharField(max_length=64, unique=True)
+    hash = models.CharField(max_length=64)  # unique below: unique=True also built a LIKE-prefix index
     # Which chain the event extends: its run's id, or GLOBAL_CHAIN. Not hashed: an event moved to
     # another chain no longer follows the events of either.
     chain = models.PositiveBigIntegerField(default=GLOBAL_CHAIN)
 
     class Meta:
         ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["hash"], name="auditevent_unique_hash")]
         indexes = [
+            # Events a person caused: most are the system's, which leave actor empty.
+            models.Index(fields=["actor"], condition=Q(actor__isnull=False), name="auditevent_actor"),
             models.Index(fields=["kind"], name="auditevent_kind"),  # plain: no LIKE-prefix twin (calls.py)
             # When each reviewer opened each call: the insight page's time to approve reads only this.
             models.Index(

@@ -48,7 +48,7 @@ class ToolCall(models.Model):
         CANCELLED = "cancelled", "Cancelled"
         UNDONE = "undone", "Undone"
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_calls")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_calls", db_index=False)  # unique below
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="calls")
     call_id = models.CharField(max_length=200)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.CALL)
@@ -56,7 +56,9 @@ class ToolCall(models.Model):
     question = models.JSONField(default=dict, blank=True)
     # Revision rounds: the earlier proposal of the same tool (or the same checkpoint) in this run that a reviewer
     # rejected or sent back, and which revision this is (1 for a first proposal).
-    revision_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="revisions")
+    revision_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="revisions", db_index=False
+    )
     revision = models.PositiveSmallIntegerField(default=1)
     tool_name = models.CharField(max_length=200)
     arguments = models.JSONField(null=True, blank=True)
@@ -74,7 +76,7 @@ class ToolCall(models.Model):
     agent_facts = models.JSONField(default=dict, blank=True)
     reasoning = models.TextField(blank=True)
     user_request = models.TextField(blank=True)
-    expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
     # While pending: a reviewer's edit that others are asked to approve (N-of-M); once approved: what runs.
     approved_arguments = models.JSONField(null=True, blank=True)
     output = models.TextField(blank=True)
@@ -83,17 +85,19 @@ class ToolCall(models.Model):
     executed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     # Who may decide: members of this group only (empty: any reviewer). Set by policy, changed by escalation.
-    review_group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    review_group = models.ForeignKey(
+        Group, null=True, blank=True, on_delete=models.PROTECT, related_name="+", db_index=False
+    )
     # A call returned to the queue (facts changed, policy changed) is reviewed again in a new round.
     review_round = models.PositiveSmallIntegerField(default=1)
     returned_reason = models.TextField(blank=True)
     changed_facts = models.JSONField(default=dict, blank=True)
     # "Being reviewed by X": a hint for other reviewers, never a lock.
     reviewing_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
     )
     reviewing_until = models.DateTimeField(null=True, blank=True)
-    warn_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    warn_at = models.DateTimeField(null=True, blank=True)
     warned_at = models.DateTimeField(null=True, blank=True)
     escalated_at = models.DateTimeField(null=True, blank=True)
 
@@ -111,6 +115,12 @@ class ToolCall(models.Model):
                 fields=["expires_at", "created_at", "id"],
                 condition=Q(status="pending"),
                 name="toolcall_pending_deadline",
+            ),
+            # Columns most calls leave empty (a read-only call runs at once: no deadline, group or reviewer):
+            # indexed where set only, so that inserting such a call writes none of these indexes.
+            *(
+                models.Index(fields=[name], condition=Q(**{f"{name}__isnull": False}), name=f"toolcall_{name}")
+                for name in ("expires_at", "warn_at", "review_group", "reviewing_by", "revision_of")
             ),
         ]
         permissions = [("review_toolcall", "Can review (approve, edit, reject) tool calls")]

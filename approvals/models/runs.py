@@ -4,6 +4,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 
 
 class Tier(models.TextChoices):
@@ -79,7 +80,7 @@ class Message(models.Model):
         ASSISTANT = "assistant"
         TOOL = "tool"
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="messages")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="messages", db_index=False)  # unique below
     seq = models.PositiveIntegerField()
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.TextField(blank=True)
@@ -87,13 +88,17 @@ class Message(models.Model):
     tool_call_id = models.CharField(max_length=200, blank=True)
     # A row a reviewer wrote (a model turn's reply or note), not the model: marked as theirs wherever it shows.
     written_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+", db_index=False
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["run", "seq"]
         constraints = [models.UniqueConstraint(fields=["run", "seq"], name="message_unique_seq")]
+        # The rows a reviewer wrote, only: the model's rows (nearly all) leave it empty.
+        indexes = [
+            models.Index(fields=["written_by"], condition=Q(written_by__isnull=False), name="message_written_by")
+        ]
 
     def as_openai(self) -> dict:
         message = {"role": self.role, "content": self.content}

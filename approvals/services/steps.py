@@ -60,12 +60,14 @@ def _run_fields(run: Run, gated: list[Gated], *, ends: bool, claim_next: bool) -
 
 def _trail(gated: list[Gated], run: Run, completes: bool) -> list[audit.Entry]:
     entries = [audit.Entry(g.kind, g.call, payload=g.payload) for g in gated]
+    # A call that ran before its step was stored gets one event for its run: what ran (arguments and their hash,
+    # the idempotency key) and what came of it. "executing", written durably before a body runs, belongs to calls
+    # run after their step (execution.py); written here, after the body, it would say nothing more.
     for g in (g for g in gated if g.ran_with_key):
-        common = {"arguments": g.call.approved_arguments, "idempotency_key": g.ran_with_key, "dry_run": run.dry_run}
-        executing = common | {"arguments_hash": args_hash(g.call.approved_arguments)}
-        entries.append(audit.Entry(AuditEvent.Kind.EXECUTING, g.call, payload=executing))
+        arguments = g.call.approved_arguments
+        ran = {"arguments": arguments, "arguments_hash": args_hash(arguments), "idempotency_key": g.ran_with_key}
         kind = AuditEvent.Kind.EXECUTED if g.call.status == ToolCall.Status.EXECUTED else AuditEvent.Kind.FAILED
-        entries.append(audit.Entry(kind, g.call, payload=common | {"output": g.call.output}))
+        entries.append(audit.Entry(kind, g.call, payload=ran | {"dry_run": run.dry_run, "output": g.call.output}))
     if completes:
         entries.append(audit.Entry(AuditEvent.Kind.COMPLETED, payload={"steps": run.step_count}))
     return entries
