@@ -2,12 +2,16 @@
 
     .venv/bin/python bench/loop.py                 # 200 steps, PostgreSQL database reviewhub_bench_loop
     .venv/bin/python bench/loop.py --steps 50 --json
+    .venv/bin/python bench/loop.py --shop          # the demo shop's get_order_status, which reads its tables
 
-The stub stands in for llm.complete: every model turn asks for one get_order_status
-(a read-only tool that runs without review), the shape of LangGraph's ReAct benchmark,
-and the last turn answers in text. Statements are every SQL statement the Django
-connection sends between two model turns, the tool's own included; WAL is what
-pg_walinspect finds for this database between two model turns.
+The stub stands in for llm.complete: every model turn asks for one order status (a
+read-only tool that runs without review), the shape of LangGraph's ReAct benchmark,
+and the last turn answers in text. By default the tool answers from a constant, as the
+peers' tool does (bench/peers/), so that what is measured is the loop; --shop calls
+the demo shop's get_order_status instead (one SQL statement of its own). Statements
+are every SQL statement the Django connection sends between two model turns, the
+tool's own included; WAL is what pg_walinspect finds for this database between two
+model turns.
 """
 
 import argparse
@@ -27,14 +31,37 @@ def parse_args():
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", DEFAULT_DB))
     parser.add_argument("--json", action="store_true", help="print one JSON object (for bench/sidebyside.py)")
+    parser.add_argument("--shop", action="store_true", help="the demo shop's get_order_status, not a constant")
     return parser.parse_args()
 
 
-class Stub:
-    """llm.complete: one get_order_status per turn until `steps` turns, then a text answer; marks each turn."""
+ORDER = {"status": "delivered", "items": "Kettle (1)", "total": "49.00", "refunded": "0.00"}  # the peers' answer
 
-    def __init__(self, steps: int, turns: Turns, counter: list[int]):
-        self.steps, self.turns, self.counter = steps, turns, counter
+
+def register_constant_tool() -> str:
+    """A read-only order status answered from a constant, as the peers' tool is; allowed to the orders agent."""
+    from approvals.models import Tier
+    from approvals.tools import Tool, registry
+    from shop.tools import OrderArgs
+
+    tool = Tool(
+        name="bench_order_status",
+        description="Get an order's status, items, total and what was refunded.",
+        args_model=OrderArgs,
+        tier=Tier.READ_ONLY,
+        func=lambda args, ctx: json.dumps(ORDER | {"order_id": args.order_id}),
+        describe=lambda args: f"Look up order {args.order_id}",
+    )
+    registry.register(tool)
+    registry.allow(agent="orders", tools=[*registry.allowed("orders"), tool.name])
+    return tool.name
+
+
+class Stub:
+    """llm.complete: one order status call per turn until `steps` turns, then a text answer; marks each turn."""
+
+    def __init__(self, steps: int, turns: Turns, counter: list[int], tool: str):
+        self.steps, self.turns, self.counter, self.tool = steps, turns, counter, tool
         self.statements: list[int] = []
 
     def __call__(self, messages, tools, **kwargs):
@@ -47,11 +74,11 @@ class Stub:
         if turn > self.steps:
             return Reply(content="All done.", calls=[])
         arguments = json.dumps({"order_id": "A-1002"})
-        call = ProposedCall(call_id=f"call_{turn}", name="get_order_status", raw_arguments=arguments)
+        call = ProposedCall(call_id=f"call_{turn}", name=self.tool, raw_arguments=arguments)
         return Reply(content="", calls=[call])
 
 
-def run_loop(steps: int, database_url: str) -> dict:
+def run_loop(steps: int, database_url: str, *, shop: bool = False) -> dict:
     from django.db import connection
 
     from agents import llm, loop
@@ -64,7 +91,8 @@ def run_loop(steps: int, database_url: str) -> dict:
         counter[0] += 1
         return execute(sql, params, many, context)
 
-    stub = Stub(steps, Turns(Wal(database_url)), counter)
+    tool = "get_order_status" if shop else register_constant_tool()
+    stub = Stub(steps, Turns(Wal(database_url)), counter, tool)
     run = services.run_create(agent="orders", request="Where is order A-1002?")
     Run.objects.filter(pk=run.pk).update(max_steps=steps + 1)
     llm.complete, original = stub, llm.complete
@@ -78,17 +106,18 @@ def run_loop(steps: int, database_url: str) -> dict:
     statements = [b - a for a, b in zip(stub.statements, stub.statements[1:])]
     figures = stub.turns.summary()
     figures |= {"statements_first10": median(statements[:10]), "statements_last10": median(statements[-10:])}
+    figures["tool"] = tool
     return figures
 
 
 def main():
     args = parse_args()
     setup_django(args.database_url)
-    result = run_loop(args.steps, args.database_url)
+    result = run_loop(args.steps, args.database_url, shop=args.shop)
     if args.json:
         print(json.dumps(result))
         return
-    print(f"ReviewHub loop, {result['steps']} steps with a stub model (one get_order_status per turn)")
+    print(f"ReviewHub loop, {result['steps']} steps with a stub model (one {result['tool']} per turn)")
     print(f"  total {result['total_s']:.2f} s, {result['steps_per_s']:.1f} steps/s")
     print(f"  ms per step: first 10 {result['ms_per_step_first10']:.1f}, last 10 {result['ms_per_step_last10']:.1f}")
     print(f"  SQL statements per step: first 10 {result['statements_first10']}, last 10 {result['statements_last10']}")

@@ -18,9 +18,19 @@ class MarkArgs(BaseModel):
     n: int = 0
 
 
+_redis: list[redis.Redis] = []
+
+
+def marks() -> redis.Redis:
+    """One client for the marks, connected once: a new connection per mark would be timed as the worker's."""
+    if not _redis:
+        _redis.append(redis.Redis.from_url(settings.REDIS_URL))
+    return _redis[0]
+
+
 def mark(args: MarkArgs, ctx) -> str:
     started = time.time()
-    redis.Redis.from_url(settings.REDIS_URL).set(f"bench-resume-{ctx.run_id}", repr(started), ex=600)
+    marks().set(f"bench-resume-{ctx.run_id}", repr(started), ex=600)
     return "marked"
 
 
@@ -40,7 +50,7 @@ registry.allow(agent="orders", tools=[*registry.allowed("orders"), "bench_mark"]
 def _note_task_start(sender=None, args=None, **kwargs):
     """When the worker starts the task that resumes a run: where the time goes, with --trace."""
     if args and getattr(sender, "name", "") == "agents.tasks.advance_run":  # not the notification tasks of the call
-        redis.Redis.from_url(settings.REDIS_URL).set(f"bench-task-{args[0]}", repr(time.time()), ex=600, nx=True)
+        marks().set(f"bench-task-{args[0]}", repr(time.time()), ex=600, nx=True)
 
 
 task_prerun.connect(_note_task_start)
