@@ -329,14 +329,20 @@ class AuditEventAdmin(RecordAdmin):
 
     @admin.display(description="follows")
     def previous_event(self, event):
-        previous = AuditEvent.objects.filter(hash=event.prev_hash).values_list("pk", flat=True).first()
+        before = AuditEvent.objects.filter(chain=event.chain, pk__lt=event.pk).order_by("-pk")
+        previous, previous_hash = before.values_list("pk", "hash").first() or (None, None)
         if previous is None:
             return (
-                "the start of the trail" if event.prev_hash == audit.GENESIS_HASH else "NO STORED EVENT HAS THIS HASH"
+                "the start of its chain"
+                if event.prev_hash == audit.GENESIS_HASH
+                else "NO EVENT BEFORE IT IN ITS CHAIN, YET IT CARRIES A HASH"
             )
-        return format_html(
+        link = format_html(
             '<a href="{}">event {}</a>', reverse("admin:approvals_auditevent_change", args=[previous]), previous
         )
+        if previous_hash != event.prev_hash:
+            return format_html("<strong class='rh-bad'>✗ {} comes before it, with another hash</strong>", link)
+        return link
 
     @admin.display(description="hash check")
     def hash_check(self, event):

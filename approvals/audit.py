@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from . import audit_store, observers
@@ -285,11 +286,12 @@ def verify(*, chunk_size: int = CHUNK_SIZE, anchor: str = "") -> ChainCheck:
 class ChainStep:
     event: AuditEvent
     hash_ok: bool
-    previous_id: int | None  # the stored event whose hash this one carries
+    previous_id: int | None  # the event before this one in its chain, when this one carries its hash
+    first_in_chain: bool = False
 
     @property
     def link_ok(self) -> bool:
-        return self.previous_id is not None or self.event.prev_hash == GENESIS_HASH
+        return self.previous_id is not None or (self.first_in_chain and self.event.prev_hash == GENESIS_HASH)
 
     @property
     def title(self) -> str:
@@ -337,17 +339,20 @@ class CallChain:
         return self.executed_hash == self.approved_hash
 
 
+def before_in_chain():
+    """The event before each one in its chain (an index scan of (chain, id)), for .annotate(): its id and hash."""
+    before = AuditEvent.objects.filter(chain=OuterRef("chain"), pk__lt=OuterRef("pk")).order_by("-pk")
+    return {"before_id": Subquery(before.values("pk")[:1]), "before_hash": Subquery(before.values("hash")[:1])}
+
+
 def call_chain(call: ToolCall) -> CallChain:
-    """The call's events in order, each checked against its hash and linked to the event before it."""
-    events = list(call.audit_events.select_related("actor").order_by("pk"))
-    previous = dict(AuditEvent.objects.filter(hash__in={e.prev_hash for e in events}).values_list("hash", "pk"))
+    """The call's events in order, each checked against its hash and linked to the event before it in its chain."""
+    events = list(call.audit_events.select_related("actor").annotate(**before_in_chain()).order_by("pk"))
     steps = []
     approved_hash = executed_hash = ""
     for event in events:
-        prev_id = previous.get(event.prev_hash)
-        steps.append(
-            ChainStep(event, event.hash_matches, prev_id if prev_id is not None and prev_id < event.pk else None)
-        )
+        linked = event.before_id if event.before_hash == event.prev_hash else None
+        steps.append(ChainStep(event, event.hash_matches, linked, first_in_chain=event.before_id is None))
         arguments = event.payload.get("arguments")
         if event.kind == AuditEvent.Kind.AUTO_RUN:
             approved_hash = args_hash(arguments)

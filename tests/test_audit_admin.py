@@ -129,7 +129,7 @@ def test_someone_who_is_not_staff_is_sent_to_the_admin_login(client, reviewer):
 def test_the_call_page_shows_the_chain_from_proposal_through_decision_to_result(client, auditor, approved_refund):
     client.force_login(auditor)
     page = client.get(change("toolcall", approved_refund.pk)).content.decode()
-    assert "✓ Every event below matches its hash and follows a stored event." in page
+    assert "✓ Every event below matches its hash and follows the event before it in its chain." in page
     assert "✓ What ran is what was approved" in page
     for text in [
         "Proposed, held for review",
@@ -155,6 +155,27 @@ def test_the_call_page_flags_an_event_that_was_changed(client, auditor, approved
     page = client.get(change("toolcall", approved_refund.pk)).content.decode()
     assert "content does not match its hash" in page
     assert "✗ Some events below do not match" in page
+
+
+def test_an_event_deleted_from_a_chain_shows_where_the_chain_breaks(client, auditor, approved_refund):
+    """The event before another is found by its chain's order: a deleted one leaves the next one linked to
+    an event with another hash, on the call's page and on the event's own."""
+    from approvals import audit
+
+    executing = AuditEvent.objects.get(tool_call=approved_refund, kind="executing")
+    executed = AuditEvent.objects.get(tool_call=approved_refund, kind="executed")
+    assert audit.call_chain(approved_refund).intact
+    with tampering():
+        AuditEvent.objects.filter(pk=executing.pk).delete()
+    chain = audit.call_chain(approved_refund)
+    broken = [step.event.pk for step in chain.steps if not step.link_ok]
+    assert broken == [executed.pk] and not chain.intact
+    client.force_login(auditor)
+    page = client.get(change("toolcall", approved_refund.pk)).content.decode()
+    assert "✗ Some events below do not match their hash or their link" in page
+    assert page.count("does not follow the event before it in its chain") == 1
+    event_page = client.get(change("auditevent", executed.pk)).content.decode()
+    assert "comes before it, with another hash" in event_page
 
 
 def test_the_call_list_filters_by_tool_tier_outcome_reviewer_and_date(client, auditor, approved_refund, reviewer2):

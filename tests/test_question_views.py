@@ -109,7 +109,7 @@ def test_the_auditor_reads_the_question_and_its_answer_in_the_calls_chain(client
     )
     client.force_login(auditor)
     page = html.unescape(client.get(reverse("admin:approvals_toolcall_change", args=[question.pk])).text)
-    assert "✓ Every event below matches its hash and follows a stored event." in page
+    assert "✓ Every event below matches its hash and follows the event before it in its chain." in page
     asked, answered = page.index("The tool asked a person"), page.index("Answered by <strong>alice</strong>")
     assert asked < answered and '"order_id": "A-1005"' in page[answered:]
 

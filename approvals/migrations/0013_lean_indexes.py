@@ -148,8 +148,8 @@ class Migration(migrations.Migration):
                 condition=models.Q(("revision_of__isnull", False)), fields=["revision_of"], name="toolcall_revision_of"
             ),
         ),
-        migrations.AddConstraint(
+        migrations.AddIndex(
             model_name="auditevent",
-            constraint=models.UniqueConstraint(fields=("hash",), name="auditevent_unique_hash"),
+            index=models.Index(fields=["chain", "id"], name="auditevent_chain_order"),
         ),
     ]

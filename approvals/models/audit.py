@@ -54,15 +54,18 @@ class AuditEvent(models.Model):
     payload = models.JSONField(default=dict)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     prev_hash = models.CharField(max_length=64)
-    hash = models.CharField(max_length=64)  # unique below: unique=True also built a LIKE-prefix index
+    # Not indexed: a hash is random, so each insert would write a random page of its index (after each checkpoint,
+    # a full page of WAL). An event's predecessor is found by its chain's order, (chain, id), below.
+    hash = models.CharField(max_length=64)
     # Which chain the event extends: its run's id, or GLOBAL_CHAIN. Not hashed: an event moved to
     # another chain no longer follows the events of either.
     chain = models.PositiveBigIntegerField(default=GLOBAL_CHAIN)
 
     class Meta:
         ordering = ["id"]
-        constraints = [models.UniqueConstraint(fields=["hash"], name="auditevent_unique_hash")]
         indexes = [
+            # The event before another in its chain (audit.before_in_chain): appends write the end of each run's range.
+            models.Index(fields=["chain", "id"], name="auditevent_chain_order"),
             # Events a person caused: most are the system's, which leave actor empty.
             models.Index(fields=["actor"], condition=Q(actor__isnull=False), name="auditevent_actor"),
             models.Index(fields=["kind"], name="auditevent_kind"),  # plain: no LIKE-prefix twin (calls.py)
