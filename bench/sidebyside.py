@@ -3,12 +3,16 @@
     make bench-venv                               # once: the peers, pinned in bench/requirements.txt, in .venv-bench
     .venv/bin/python bench/sidebyside.py          # 200 loop steps; resume at histories 2, 50, 200
     .venv/bin/python bench/sidebyside.py --steps 100 --samples 20
+    .venv/bin/python bench/sidebyside.py --rounds 5   # the loops 5 times each, in turns (default 3)
 
 Each part runs in a process of its own, one after the other: ReviewHub's loop
 (bench/loop.py), its resumption through a warm Celery worker (bench/resume.py) and its
 audit writers (bench/audit_writers.py) with the project's Python; the peers
 (bench/peers/) with the bench virtualenv's Python, from bench/peers/ so that the
-Agents SDK's `agents` package is not shadowed by ReviewHub's `agents` app. Every figure
+Agents SDK's `agents` package is not shadowed by ReviewHub's `agents` app. The three
+loops run --rounds times in turns (ReviewHub, LangGraph, the SDK, again), since a shared
+machine's speed drifts from one minute to the next: the loop's figures are those of each
+one's median round by total time, and the ratios of the rounds are printed too. Every figure
 is printed with its ratio to the best peer (ReviewHub ÷ best: below 1 is better for
 times and WAL, above 1 for steps per second).
 """
@@ -45,6 +49,7 @@ def parse_args():
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--histories", default="2,50,200")
+    parser.add_argument("--rounds", type=int, default=3, help="loop runs of each, in turns")
     parser.add_argument("--server", default=os.environ.get("BENCH_POSTGRES", SERVER), help="PostgreSQL, no database")
     return parser.parse_args()
 
@@ -57,26 +62,51 @@ def run_json(command: list[str], cwd: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def reviewhub_loop(args) -> dict:
+    url = f"{args.server}/reviewhub_bench_loop"
+    return run_json(
+        [sys.executable, "bench/loop.py", "--json", "--steps", str(args.steps), "--database-url", url], BENCH.parent
+    )
+
+
 def reviewhub(args) -> dict:
     url = f"{args.server}/reviewhub_bench_loop"
     py, root = sys.executable, BENCH.parent
-    loop = run_json([py, "bench/loop.py", "--json", "--steps", str(args.steps), "--database-url", url], root)
     histories = args.histories.split(",")
     resume_args = ["--json", "--samples", str(args.samples), "--database-url", url, "--histories", *histories]
     resume = run_json([py, "bench/resume.py", *resume_args], root)
     writers = run_json(
         [py, "bench/audit_writers.py", "--json", "--database-url", url, "--writers", "1", "8", "16", "32"], root
     )
-    return {"loop": loop, "resume": resume, "audit": writers}
+    return {"resume": resume, "audit": writers}
 
 
-def peer(script: str, args) -> dict:
+def peer(script: str, args, samples: int | None = None) -> dict:
+    """A peer's loop and, unless samples is 0, its resumption."""
     if not BENCH_PYTHON.exists():
         raise SystemExit("No bench virtualenv: run `make bench-venv` first.")
     url = f"{args.server}/reviewhub_bench_peers"
     ensure_database(url)  # the peers' checkpointers make their tables, not their database
-    command = [str(BENCH_PYTHON), script, url, str(args.steps), args.histories, str(args.samples)]
+    samples = args.samples if samples is None else samples
+    command = [str(BENCH_PYTHON), script, url, str(args.steps), args.histories, str(samples)]
     return run_json(command, PEERS)
+
+
+PEER_SCRIPTS = {"LangGraph": "langgraph_bench.py", "Agents SDK": "agents_sdk_bench.py"}
+
+
+def loops_in_turns(args) -> dict[str, list[dict]]:
+    """Each loop --rounds times, in turns, so that a drift of the machine's speed falls on all of them."""
+    rounds: dict[str, list[dict]] = {"ReviewHub": [], **{name: [] for name in PEER_SCRIPTS}}
+    for _ in range(args.rounds):
+        rounds["ReviewHub"].append(reviewhub_loop(args))
+        for name, script in PEER_SCRIPTS.items():
+            rounds[name].append(peer(script, args, samples=0)["loop"])
+    return rounds
+
+
+def median_round(runs: list[dict]) -> dict:
+    return sorted(runs, key=lambda run: run["total_s"])[len(runs) // 2]
 
 
 def ratio(ours: float, peers: list[float], more_is_better: bool) -> str:
@@ -109,14 +139,22 @@ def table(ours: dict, peers: dict[str, dict]) -> list[str]:
 
 def main():
     args = parse_args()
-    ours = reviewhub(args)
-    peers = {"LangGraph": peer("langgraph_bench.py", args), "Agents SDK": peer("agents_sdk_bench.py", args)}
+    rounds = loops_in_turns(args)
+    ours = reviewhub(args) | {"loop": median_round(rounds["ReviewHub"])}
+    peers = {name: peer(script, args, samples=args.samples) for name, script in PEER_SCRIPTS.items()}
+    for name in peers:
+        peers[name]["loop"] = median_round(rounds[name])
     print(
         f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()},"
         f" load average {os.getloadavg()[0]:.1f}"
     )
     print("\n".join(table(ours, peers)))
-    print(json.dumps({"ReviewHub": ours, **peers}))
+    by_round = [
+        ours_run["total_s"] / min(rounds[name][i]["total_s"] for name in peers)
+        for i, ours_run in enumerate(rounds["ReviewHub"])
+    ]
+    print("loop: total seconds ÷ the best peer's, round by round: " + ", ".join(f"{r:.2f}x" for r in by_round))
+    print(json.dumps({"ReviewHub": ours, **peers, "loop_rounds": rounds}))
 
 
 if __name__ == "__main__":

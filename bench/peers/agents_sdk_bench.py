@@ -106,7 +106,7 @@ async def main():
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("create table if not exists bench_run_states (id text primary key, state text not null)")
         loop = await run_loop(Wal(url), steps)
-        resume = {str(h): latency([await resume_once(conn, h) for _ in range(samples)]) for h in histories}
+        resume = {str(h): latency([await resume_once(conn, h) for _ in range(samples)]) for h in histories if samples}
     print(json.dumps({"loop": loop, "resume": resume}))
 
 

@@ -89,7 +89,7 @@ def main():
         saver.setup()
         wal = Wal(url)
         loop = run_loop(saver, wal, steps)
-        resume = {str(h): latency([resume_once(saver, h) for _ in range(samples)]) for h in histories}
+        resume = {str(h): latency([resume_once(saver, h) for _ in range(samples)]) for h in histories if samples}
     print(json.dumps({"loop": loop, "resume": resume}))
 
 
