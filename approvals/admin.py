@@ -329,8 +329,7 @@ class AuditEventAdmin(RecordAdmin):
 
     @admin.display(description="follows")
     def previous_event(self, event):
-        before = AuditEvent.objects.filter(chain=event.chain, pk__lt=event.pk).order_by("-pk")
-        previous, previous_hash = before.values_list("pk", "hash").first() or (None, None)
+        previous, previous_hash = audit.before(event)
         if previous is None:
             return (
                 "the start of its chain"

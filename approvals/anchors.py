@@ -12,7 +12,7 @@ what this proves.
 
 from django.db import transaction
 
-from . import audit
+from . import audit, audit_store
 from .models import GLOBAL_CHAIN, AuditEvent, AuditHead
 
 MAX_HEADS = 500  # heads per anchor event: its payload stays near 50 KB
@@ -35,7 +35,7 @@ def _anchor_once(limit: int) -> int:
     """One anchor event for at most `limit` changed chains, and those chains marked as anchored."""
     # The global head first, then the changed heads without waiting (SKIP LOCKED): a writer holding a run's
     # head never waits for the anchor while the anchor waits for it. A head being written now is anchored next time.
-    audit.locked_head(GLOBAL_CHAIN)
+    audit_store.lock_head(GLOBAL_CHAIN)
     changed = list(
         AuditHead.objects.select_for_update(skip_locked=True)
         .filter(anchored=False)

@@ -74,13 +74,6 @@ def chain_of(run) -> int:
     return run.pk if run is not None else GLOBAL_CHAIN
 
 
-def locked_head(chain: int) -> AuditHead:
-    head = AuditHead.objects.select_for_update().filter(chain=chain).first()
-    if head is None:
-        head, _ = AuditHead.objects.select_for_update().get_or_create(chain=chain)
-    return head
-
-
 def _event(entry: Entry, run, chain: int, prev_hash: str, now) -> AuditEvent:
     actor = entry.actor
     event = AuditEvent(
@@ -343,6 +336,16 @@ def before_in_chain():
     """The event before each one in its chain (an index scan of (chain, id)), for .annotate(): its id and hash."""
     before = AuditEvent.objects.filter(chain=OuterRef("chain"), pk__lt=OuterRef("pk")).order_by("-pk")
     return {"before_id": Subquery(before.values("pk")[:1]), "before_hash": Subquery(before.values("hash")[:1])}
+
+
+def before(event: AuditEvent) -> tuple[int | None, str | None]:
+    """The id and hash of the event before this one in its chain (None, None for a chain's first)."""
+    return (
+        AuditEvent.objects.filter(pk=event.pk)
+        .annotate(**before_in_chain())
+        .values_list("before_id", "before_hash")
+        .get()
+    )
 
 
 def call_chain(call: ToolCall) -> CallChain:

@@ -30,8 +30,9 @@ def money(value) -> str:
     return f"${Decimal(value):,.2f}"
 
 
-def _order(order_id: str) -> Order:
-    order = Order.objects.select_related("customer").filter(number=order_id).first()
+def _order(order_id: str, orders=None) -> Order:
+    """The order with its customer, from `orders` (an annotated queryset, say) or all orders."""
+    order = (Order.objects if orders is None else orders).select_related("customer").filter(number=order_id).first()
     if order is None:
         raise ToolError(f"there is no order {order_id}")
     return order
@@ -72,10 +73,7 @@ class OrderArgs(Args):
 def get_order_status(args: OrderArgs, ctx: ToolContext) -> str:
     """One statement: the order, its customer and the sum of its refunds (a subquery)."""
     refunds = Refund.objects.filter(order=OuterRef("pk")).values("order").annotate(s=Sum("amount")).values("s")
-    order = Order.objects.select_related("customer").annotate(refunded=Subquery(refunds))
-    order = order.filter(number=args.order_id).first()
-    if order is None:
-        raise ToolError(f"there is no order {args.order_id}")
+    order = _order(args.order_id, Order.objects.annotate(refunded=Subquery(refunds)))
     return json.dumps(
         {
             "order_id": order.number,
