@@ -81,14 +81,13 @@ def reviewhub(args) -> dict:
     return {"resume": resume, "audit": writers}
 
 
-def peer(script: str, args, samples: int | None = None) -> dict:
-    """A peer's loop and, unless samples is 0, its resumption."""
+def peer(script: str, args, *, steps: int, samples: int) -> dict:
+    """A peer's loop (unless steps is 0) and its resumption (unless samples is 0)."""
     if not BENCH_PYTHON.exists():
         raise SystemExit("No bench virtualenv: run `make bench-venv` first.")
     url = f"{args.server}/reviewhub_bench_peers"
     ensure_database(url)  # the peers' checkpointers make their tables, not their database
-    samples = args.samples if samples is None else samples
-    command = [str(BENCH_PYTHON), script, url, str(args.steps), args.histories, str(samples)]
+    command = [str(BENCH_PYTHON), script, url, str(steps), args.histories, str(samples)]
     return run_json(command, PEERS)
 
 
@@ -101,7 +100,7 @@ def loops_in_turns(args) -> dict[str, list[dict]]:
     for _ in range(args.rounds):
         rounds["ReviewHub"].append(reviewhub_loop(args))
         for name, script in PEER_SCRIPTS.items():
-            rounds[name].append(peer(script, args, samples=0)["loop"])
+            rounds[name].append(peer(script, args, steps=args.steps, samples=0)["loop"])
     return rounds
 
 
@@ -141,9 +140,9 @@ def main():
     args = parse_args()
     rounds = loops_in_turns(args)
     ours = reviewhub(args) | {"loop": median_round(rounds["ReviewHub"])}
-    peers = {name: peer(script, args, samples=args.samples) for name, script in PEER_SCRIPTS.items()}
+    peers = {name: peer(script, args, steps=0, samples=args.samples) for name, script in PEER_SCRIPTS.items()}
     for name in peers:
-        peers[name]["loop"] = median_round(rounds[name])
+        peers[name]["loop"] = median_round(rounds[name])  # the loops ran in turns above
     print(
         f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()},"
         f" load average {os.getloadavg()[0]:.1f}"

@@ -105,7 +105,7 @@ async def main():
     histories, samples = [int(h) for h in sys.argv[3].split(",")], int(sys.argv[4])
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("create table if not exists bench_run_states (id text primary key, state text not null)")
-        loop = await run_loop(Wal(url), steps)
+        loop = await run_loop(Wal(url), steps) if steps else None
         resume = {str(h): latency([await resume_once(conn, h) for _ in range(samples)]) for h in histories if samples}
     print(json.dumps({"loop": loop, "resume": resume}))
 

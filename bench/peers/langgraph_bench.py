@@ -88,7 +88,7 @@ def main():
         saver = PostgresSaver(pool)
         saver.setup()
         wal = Wal(url)
-        loop = run_loop(saver, wal, steps)
+        loop = run_loop(saver, wal, steps) if steps else None
         resume = {str(h): latency([resume_once(saver, h) for _ in range(samples)]) for h in histories if samples}
     print(json.dumps({"loop": loop, "resume": resume}))
 
