@@ -24,9 +24,11 @@ _executors: dict[str, ThreadPoolExecutor] = {}
 _executors_lock = threading.Lock()
 
 
-def enqueue_advance(run_id: int) -> None:
-    """Take the run further: its approved calls first, else its next model turn."""
-    enqueue(run_id, TOOLS if ToolCall.objects.filter(run_id=run_id, status__in=RUNNABLE).exists() else TURN)
+def enqueue_advance(run_id: int, *, approved: bool = False) -> None:
+    """Take the run further: its approved calls first, else its next model turn. `approved`: the caller has just
+    approved one of its calls (settings.REVIEWHUB_RESUME's keyword), so there is one without asking."""
+    runnable = approved or ToolCall.objects.filter(run_id=run_id, status__in=RUNNABLE).exists()
+    enqueue(run_id, TOOLS if runnable else TURN)
 
 
 def queue_for(kind: str) -> str:

@@ -40,7 +40,7 @@ def setup_django(database_url: str, **environ: str) -> None:
     seed_shop()
 
 
-def resume_nothing(run_id: int) -> None:
+def resume_nothing(run_id: int, *, approved: bool = False) -> None:
     """REVIEWHUB_RESUME for benchmarks that drive the loop themselves."""
 
 

@@ -13,8 +13,9 @@ from . import waiting
 from .services import deliveries_enqueue
 
 
-def run_decided(run_id: int) -> None:
-    """Called after the decision's commit."""
+def run_decided(run_id: int, *, approved: bool = False) -> None:
+    """Called after the decision's commit. `approved` (the seam's hint) changes nothing here: the agent hears of
+    every decision and claims its approved calls itself."""
     calls = list(
         ToolCall.objects.filter(run_id=run_id).exclude(status=ToolCall.Status.PENDING).values_list("pk", flat=True)
     )

@@ -3,5 +3,5 @@
 resumed: list[int] = []
 
 
-def record_resume(run_id: int) -> None:
+def record_resume(run_id: int, *, approved: bool = False) -> None:
     resumed.append(run_id)

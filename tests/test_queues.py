@@ -5,6 +5,8 @@ import time
 import pytest
 from django.conf import settings as django_settings
 from django.db import connection
+from django.test import TestCase
+from django.test.utils import CaptureQueriesContext
 
 from agents import dispatch, loop, tasks
 from agents import services as agent_services
@@ -39,6 +41,19 @@ def test_an_approved_call_goes_to_the_tools_queue_and_a_model_turn_to_the_turns_
     approve(run.tool_calls.get(), reviewer)
     dispatch.enqueue_advance(run.pk)
     assert sent == [(run.pk, "turn", django_settings.TURNS_QUEUE), (run.pk, "tools", django_settings.TOOLS_QUEUE)]
+
+
+@pytest.mark.django_db
+def test_an_approval_resumes_on_the_tools_queue_without_asking_the_database_again(make_run, reviewer, sent, settings):
+    settings.REVIEWHUB_RESUME = "agents.dispatch.enqueue_advance"
+    call = make_run(REFUND_35).tool_calls.get()
+    with TestCase.captureOnCommitCallbacks() as after_commit:
+        approve(call, reviewer)
+    with CaptureQueriesContext(connection) as queries:
+        for callback in after_commit:
+            callback()
+    assert sent == [(call.run_id, "tools", django_settings.TOOLS_QUEUE)]
+    assert [q["sql"] for q in queries.captured_queries] == []
 
 
 @pytest.mark.django_db

@@ -203,7 +203,7 @@ def _apply(call: ToolCall, decision: Decision, approval: _Approval | None) -> No
         calls.update(**approval.changes, **UNCLAIM)
     if decision.final:
         shadow_settle(call=call, verdict=decision.verdict)
-        request_resume(call.run_id)
+        request_resume(call.run_id, approved=approval is not None)
     live.call_changed(call.pk)
 
 
