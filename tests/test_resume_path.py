@@ -6,6 +6,7 @@ from django.test.utils import CaptureQueriesContext
 from agents import loop
 from approvals import policy_snapshot, services
 from approvals.models import AuditEvent, Run, ToolCall
+from approvals.services.transcript import record_output
 from shop.models import Refund
 
 REFUND_REQUEST = "Order A-1002 arrived broken. Please refund $35."
@@ -62,3 +63,15 @@ def test_before_the_claim_the_call_and_its_decisions_are_read_once_and_policy_by
     assert not any("approvals_policyrule" in s or "approvals_toolsetting" in s for s in reads)
     assert sum("approvals_policystamp" in s for s in reads) == 1
     assert Refund.objects.count() == 1
+
+
+def test_recording_an_output_locks_the_run_once_and_reads_back_no_row_it_has(make_run, reviewer):
+    call = ToolCall.objects.select_related("run").get(pk=approved(make_run, reviewer).pk)
+    with CaptureQueriesContext(connection) as queries:
+        record_output(call=call, output="Refunded.")
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert sum("FOR UPDATE" in s for s in sql) == int(connection.features.has_select_for_update)  # the run's, once
+    assert sum(s.startswith("SAVEPOINT") for s in sql) == 1  # one block (a test runs inside a transaction)
+    assert not any(s.startswith('SELECT "approvals_message"."id"') for s in sql)  # the step is not read back
+    last = call.run.messages.order_by("-seq").first()
+    assert (last.role, last.content, last.tool_call_id) == ("tool", "Refunded.", call.call_id)

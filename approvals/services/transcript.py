@@ -10,16 +10,25 @@ from ..models import Decision, Message, Run, ToolCall
 def message_append(*, run: Run, role: str, content: str = "", tool_calls=None, tool_call_id: str = "") -> Message:
     """Append a transcript row; the run row is locked so sequence numbers never collide."""
     with transaction.atomic():
-        Run.objects.select_for_update().filter(pk=run.pk).first()
-        last = run.messages.aggregate(m=Max("seq"))["m"]
-        message = Message.objects.create(
-            run=run,
-            seq=0 if last is None else last + 1,
-            role=role,
-            content=content or "",
-            tool_calls=tool_calls or [],
-            tool_call_id=tool_call_id,
-        )
+        _lock_run(run.pk)
+        return _append_locked(run, role=role, content=content, tool_calls=tool_calls, tool_call_id=tool_call_id)
+
+
+def _lock_run(run_id: int) -> None:
+    Run.objects.select_for_update().filter(pk=run_id).values_list("pk", flat=True).first()
+
+
+def _append_locked(run: Run, *, role: str, content: str = "", tool_calls=None, tool_call_id: str = "") -> Message:
+    """message_append() for a caller that holds the run's row lock already."""
+    last = run.messages.aggregate(m=Max("seq"))["m"]
+    message = Message.objects.create(
+        run=run,
+        seq=0 if last is None else last + 1,
+        role=role,
+        content=content or "",
+        tool_calls=tool_calls or [],
+        tool_call_id=tool_call_id,
+    )
     live.run_changed(run.pk)
     return message
 
@@ -27,27 +36,30 @@ def message_append(*, run: Run, role: str, content: str = "", tool_calls=None, t
 def record_output(*, call: ToolCall, output: str) -> None:
     """Give the model this call's output, once; after the step's last output, the reviewers' guidance.
 
-    The run row is locked first, so of several outputs recorded at once exactly
-    one sees the step answered, and the guidance follows every tool output of
-    the step (valid OpenAI message order).
+    The run row is locked first (once: the rows appended here are appended under that lock), so of several
+    outputs recorded at once exactly one sees the step answered, and the guidance follows every tool output
+    of the step (valid OpenAI message order).
     """
     with transaction.atomic():
-        Run.objects.select_for_update().filter(pk=call.run_id).first()
+        _lock_run(call.run_id)
         if not ToolCall.objects.filter(pk=call.pk, output_recorded=False).update(output=output, output_recorded=True):
             return
         call.output, call.output_recorded = output, True
-        message_append(run=call.run, role=Message.Role.TOOL, content=output, tool_call_id=call.call_id)
-        step = Message.objects.get(pk=call.message_id)
-        if step_is_answered(message=step):
-            _deliver_guidance(call.run, step)
+        _append_locked(call.run, role=Message.Role.TOOL, content=output, tool_call_id=call.call_id)
+        if _answered(call.message_id):
+            _deliver_guidance(call.run, call.message_id)
 
 
-def _deliver_guidance(run: Run, step: Message) -> None:
-    decisions = Decision.objects.filter(tool_call__message=step).exclude(guidance="").select_related("reviewer")
+def _deliver_guidance(run: Run, step_id: int) -> None:
+    decisions = Decision.objects.filter(tool_call__message_id=step_id).exclude(guidance="").select_related("reviewer")
     lines = [f"Guidance from reviewer {d.reviewer_label}: {d.guidance}" for d in decisions.order_by("id")]
     if lines:
-        message_append(run=run, role=Message.Role.USER, content="\n".join(lines))
+        _append_locked(run, role=Message.Role.USER, content="\n".join(lines))
 
 
 def step_is_answered(*, message: Message) -> bool:
-    return not message.calls.filter(output_recorded=False).exists()
+    return _answered(message.pk)
+
+
+def _answered(step_id: int) -> bool:
+    return not ToolCall.objects.filter(message_id=step_id, output_recorded=False).exists()
