@@ -103,7 +103,7 @@ def _once_after(run: Run, step: Message, write) -> bool:
     """write() the next assistant row after the answered step (the final answer, or a held checkpoint), once,
     whoever else resumes the run at the same time."""
     with transaction.atomic():
-        Run.objects.select_for_update().filter(pk=run.pk).first()
+        services.run_lock(run_id=run.pk)
         if not run.messages.filter(seq__gt=step.seq, role=Message.Role.ASSISTANT).exists():
             write()
     return True

@@ -42,7 +42,7 @@ from .runs import (
     run_set_status,
 )
 from .sweep import Stall, run_stall, run_take_further, stuck_runs, sweep_apply
-from .transcript import message_append, step_is_answered
+from .transcript import message_append, run_lock, step_is_answered
 from .turn_decisions import turn_decide, turn_expire
 from .turns import turn_request, turn_review
 from .undo import toolcall_undo
@@ -68,6 +68,7 @@ __all__ = [
     "run_complete",
     "run_create",
     "run_fail",
+    "run_lock",
     "run_resumed",
     "run_retry",
     "run_set_status",

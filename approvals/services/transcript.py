@@ -10,11 +10,12 @@ from ..models import Decision, Message, Run, ToolCall
 def message_append(*, run: Run, role: str, content: str = "", tool_calls=None, tool_call_id: str = "") -> Message:
     """Append a transcript row; the run row is locked so sequence numbers never collide."""
     with transaction.atomic():
-        _lock_run(run.pk)
+        run_lock(run_id=run.pk)
         return _append_locked(run, role=role, content=content, tool_calls=tool_calls, tool_call_id=tool_call_id)
 
 
-def _lock_run(run_id: int) -> None:
+def run_lock(*, run_id: int) -> None:
+    """Lock the run's row for this transaction (transcript rows are appended under it), reading nothing of it."""
     Run.objects.select_for_update().filter(pk=run_id).values_list("pk", flat=True).first()
 
 
@@ -41,7 +42,7 @@ def record_output(*, call: ToolCall, output: str) -> None:
     of the step (valid OpenAI message order).
     """
     with transaction.atomic():
-        _lock_run(call.run_id)
+        run_lock(run_id=call.run_id)
         if not ToolCall.objects.filter(pk=call.pk, output_recorded=False).update(output=output, output_recorded=True):
             return
         call.output, call.output_recorded = output, True

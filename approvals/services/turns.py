@@ -18,6 +18,7 @@ from ..hashing import args_hash, canonical_json
 from ..models import AuditEvent, Decision, Message, Run, ToolCall, ToolSetting, TurnRule, TurnShadow
 from .deadlines import set_deadline
 from .runs import run_fail
+from .transcript import run_lock
 
 TURN_TOOL = turns.TURN_TOOL
 # A held turn that ended without being applied: the turn is held again if a rule still says so.
@@ -149,7 +150,7 @@ def _settled(run: Run, call: ToolCall, transcript: list[Message]) -> list[Messag
             status=ToolCall.Status.EXECUTED, executed_at=timezone.now()
         ):
             return transcript  # another worker applied it
-        Run.objects.select_for_update().filter(pk=run.pk).first()  # rows are appended under the run's lock
+        run_lock(run_id=run.pk)  # rows are appended under the run's lock
         return _apply(run, call, transcript)
 
 
