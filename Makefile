@@ -1,4 +1,4 @@
-# ReviewHub: `make run` starts the demo, `make test` runs every test.
+# ReviewHub: `make run` starts the demo (`make run PORT=8001` on another port), `make test` runs every test.
 PYTHON ?= python3.12
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -15,8 +15,11 @@ install: $(VENV)/.installed
 chromium:
 	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null)
 
+# The demo's web port: make run PORT=8001 when 8000 is taken.
+PORT ?= 8000
+
 run: install
-	$(PY) manage.py demo
+	$(PY) manage.py demo --port $(PORT)
 
 lint: install
 	$(VENV)/bin/ruff check .

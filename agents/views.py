@@ -47,7 +47,9 @@ def new_run(request: HttpRequest) -> HttpResponse:
                 dry_run=form.cleaned_data["dry_run"],
             )
             return redirect("approvals:run", pk=run.pk)
+    decides, why = access.decides_runs_of(request.user, requester)
     context = {"form": form, "runs_as": settings.REVIEWHUB_DEMO_RUNS_AS, "agents": agents.registry.all()}
+    context["cannot_decide"] = "" if decides else why
     return render(request, "agents/new_run.html", context, status=400 if form.errors else 200)
 
 

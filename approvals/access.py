@@ -178,6 +178,14 @@ def can_decide(user, call: ToolCall) -> tuple[bool, str]:
     return True, ""
 
 
+def row_refusal(user, call: ToolCall) -> str:
+    """What a queue row says when this viewer may not decide the call, from what the row already holds (the run's
+    requester; calls of groups the viewer is not in are not in their queue at all). The card says every reason."""
+    if call.is_pending and _logged_in(user) and _requested(user, call.run):
+        return "Your run: another reviewer decides"
+    return ""
+
+
 def shown_on_card_of(call: ToolCall, other: ToolCall) -> bool:
     """Whether another call may be shown on this call's card (a revision shows the round before it), to whoever
     sees this card: a call of the same run that everyone who may see this call may see (no group, or the same)."""
@@ -256,6 +264,16 @@ def can_see_run(user, run: Run | int) -> bool:
 
 def can_start_run(user) -> tuple[bool, str]:
     return may_act(user)
+
+
+def decides_runs_of(user, requester) -> tuple[bool, str]:
+    """Whether this user could decide the calls of a run `requester` requests (New run warns them beforehand)."""
+    allowed, why = may_review(user)
+    if not allowed:
+        return False, why
+    if requester is not None and requester.pk == user.pk:
+        return False, "You will be this run's requester, so you cannot decide its calls: another reviewer must."
+    return True, ""
 
 
 def can_act_on_run(user, run: Run) -> tuple[bool, str]:

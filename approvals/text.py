@@ -3,6 +3,7 @@
 import json
 import unicodedata
 from datetime import timedelta
+from decimal import Decimal, InvalidOperation
 
 BIDI = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
@@ -17,6 +18,29 @@ def is_hidden(ch: str) -> bool:
 def visible(value) -> str:
     """Plain text with invisible and bidirectional characters written as [U+202E]."""
     return "".join(f"[U+{ord(ch):04X}]" if is_hidden(ch) else ch for ch in str(value if value is not None else ""))
+
+
+def money(value) -> str:
+    """An amount of dollars as people write it: $490.00, $1,250.50."""
+    return f"${Decimal(str(value)):,.2f}"
+
+
+def key_text(value, *, is_money: bool = False):
+    """A key field's value as the reviewer's lists show it: money as money, a whole float as the integer it is."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    if is_money:
+        try:
+            return money(value)
+        except InvalidOperation:
+            return value
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def sentence(text: str) -> str:
+    """The text as a sentence: stripped, ending in a full stop unless it ends in one already."""
+    text = text.strip()
+    return text if not text or text[-1] in ".!?…:;" else text + "."
 
 
 def duration_text(delta: timedelta, *, coarse: bool = False) -> str:

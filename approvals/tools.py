@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from . import storable
 from .models import Tier
+from .text import key_text
 
 # What a reviewer may do with a call: approve it, edit and approve it, reject it with a reason, or
 # reject it and tell the agent what to do instead. A tool may offer fewer (a remote agent declares which).
@@ -94,6 +95,8 @@ class Tool:
     # Argument names whose values tell calls of this tool apart at a glance (an amount, an order, a
     # recipient): the columns of the reviewer's triage list and of the admin's call list.
     key_fields: tuple[str, ...] = field(default_factory=tuple)
+    # Argument names whose values are amounts of money: shown as money ($490.00) wherever key fields are.
+    money_fields: tuple[str, ...] = field(default_factory=tuple)
     # Which decisions reviewers are offered (and the services accept) for this tool's calls.
     decisions: tuple[str, ...] = DECISIONS
     # Fact names shown beside the key fields (the customer a refund goes to, say).
@@ -117,9 +120,10 @@ class Tool:
         return {name: MASK if name in self.sensitive_fields else value for name, value in arguments.items()}
 
     def key_values(self, arguments: dict | None) -> list[tuple[str, object]]:
-        """This call's key fields as (name, value) pairs, in declared order, those present only."""
+        """This call's key fields as (name, value as shown) pairs, in declared order, those present only."""
         arguments = arguments if isinstance(arguments, dict) else {}
-        return [(name, arguments[name]) for name in self.key_fields if name in arguments]
+        present = [name for name in self.key_fields if name in arguments]
+        return [(name, key_text(arguments[name], is_money=name in self.money_fields)) for name in present]
 
     def key_facts_values(self, facts: dict | None) -> list[tuple[str, object]]:
         """This call's key facts as (name, value) pairs, in declared order, those present only."""

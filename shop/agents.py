@@ -75,6 +75,7 @@ TOOLS = [
         simulate=t.simulate_refund,
         material_facts=("already_refunded", "order_status", "customer_email"),
         key_fields=("amount", "order_id"),
+        money_fields=("amount",),
         key_facts=("customer",),
         search_fields=(ORDER_NUMBER, CUSTOMER_EMAIL, CUSTOMER_NAME),
     ),

@@ -4,9 +4,10 @@ from datetime import date, timedelta
 from decimal import Decimal
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group, Permission
+from django.contrib.auth.models import Group
 from django.utils import timezone
 
+from approvals import roles
 from approvals.models import PolicyRule, ToolSetting, TurnRule
 
 from .models import Customer, Order
@@ -47,16 +48,8 @@ def seed_shop() -> None:
 
 
 def setup_roles() -> None:
-    reviewers, _ = Group.objects.get_or_create(name="reviewers")
-    reviewers.permissions.add(Permission.objects.get(codename="review_toolcall", content_type__app_label="approvals"))
+    roles.roles_setup()
     Group.objects.get_or_create(name="senior")
-    auditors, _ = Group.objects.get_or_create(name="auditors")
-    # Auditors read the whole record in the admin and change nothing.
-    auditors.permissions.add(
-        *Permission.objects.filter(
-            content_type__app_label__in=["approvals", "shop", "remote", "gateway"], codename__startswith="view_"
-        )
-    )
 
 
 def seed_users() -> dict:

@@ -13,6 +13,7 @@ from django.db.models import OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from approvals.text import money
 from approvals.tools import ToolContext, ToolError
 
 from .models import Customer, Order, OrderNote, OutgoingEmail, Refund
@@ -24,10 +25,6 @@ EMAIL_ADDRESS = r"^[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2
 
 class Args(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
-
-
-def money(value) -> str:
-    return f"${Decimal(value):,.2f}"
 
 
 def _order(order_id: str, orders=None) -> Order:

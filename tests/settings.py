@@ -5,9 +5,11 @@ fall back to SQLite with a printed notice; tests that need PostgreSQL or
 Redis skip with a clear message where those are absent.
 """
 
+import hashlib
 import os
 import socket
 import sys
+from pathlib import Path
 
 # The tests talk plain HTTP; a key of their own (the settings refuse to start without one).
 os.environ.setdefault("SECRET_KEY", "tests-only-" + "k3y" * 16)
@@ -29,7 +31,10 @@ def reachable(host: str, port: int) -> bool:
 # tests/test_live_fanout.py turns the reuse on for its test of it, and closes the connection.
 PUSH_CONN_MAX_AGE = 0
 
-TEST_DB_NAME = os.environ.get("REVIEWHUB_TEST_DB", "reviewhub")
+# Each test run gets its own database name on a shared server (two suites, of one checkout or two, must not
+# drop each other's): the checkout and the process. REVIEWHUB_TEST_DB names it instead.
+_CHECKOUT = hashlib.sha256(str(Path(__file__).resolve().parent.parent).encode()).hexdigest()[:10]
+TEST_DB_NAME = os.environ.setdefault("REVIEWHUB_TEST_DB", f"reviewhub_{_CHECKOUT}_{os.getpid()}")  # children too
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL)}
 elif reachable("127.0.0.1", 5432):

@@ -22,7 +22,7 @@ def test_the_queue_lists_each_pending_call_and_its_card_has_everything_needed(cl
     client.force_login(reviewer)
     row = client.get(reverse("approvals:queue")).content.decode()
     assert "Refund $490.00 to Dana Smith for order A-1001 (order total $49.00)" in row
-    assert "<small>Amount</small> 490.0" in row and "<small>Order id</small> A-1001" in row
+    assert "<small>Amount</small> $490.00" in row and "<small>Order id</small> A-1001" in row
     page = client.get(reverse("approvals:call", args=[refund_call.pk])).content.decode()
     assert "&quot;amount&quot;: 490.0" in page
     assert "Order total" in page and "$49.00" in page

@@ -61,7 +61,7 @@ def test_a_row_shows_the_tool_its_key_fields_time_left_and_links_to_the_call(cli
     call = run.tool_calls.get()
     client.force_login(reviewer)
     html = page(client)
-    assert "Refund $45.00 on order A-1000" in html and "<small>Amount</small> 45" in html
+    assert "Refund $45.00 on order A-1000" in html and "<small>Amount</small> $45.00" in html
     assert f'href="/calls/{call.pk}/" hx-get="/calls/{call.pk}/" hx-target="#detail"' in html
     assert "left</span>" in html and "any reviewer" in html
 

@@ -49,7 +49,7 @@ def test_the_search_boxes_say_what_the_tools_declare(client, auditor, ticket_too
 def test_the_call_list_shows_each_tools_key_fields_and_facts(client, auditor, approved_refund):
     client.force_login(auditor)
     page = client.get(reverse("admin:approvals_toolcall_changelist")).content.decode()
-    assert "amount: 35.0 · order_id: A-1002 · customer: Lee Wong" in page
+    assert "amount: $35.00 · order_id: A-1002 · customer: Lee Wong" in page
 
 
 def test_a_recognised_term_is_answered_by_the_gin_index(require_postgres, approved_refund):

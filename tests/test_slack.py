@@ -94,7 +94,7 @@ def test_a_new_call_is_posted_with_its_description_key_facts_and_buttons(
     call = proposed(run, django_capture_on_commit_callbacks)
     posted = slack.last("chat.postMessage")
     assert posted["channel"] == "C-REVIEW"
-    assert call.description in texts(posted) and "amount: 45" in texts(posted)
+    assert call.description in texts(posted) and "amount: $45.00" in texts(posted)
     assert buttons(posted) == ["approve", "reject", "open"]
     assert f"https://reviewhub.example.com/calls/{call.pk}/" in texts(posted)
     assert SlackMessage.objects.get(tool_call=call).ts

@@ -183,6 +183,13 @@ class ToolCall(models.Model):
         return self.edited_description or self.description
 
     @property
+    def policy_verdict(self) -> str:
+        """What policy decided when no person did ("" when a person decides): "Ran without review (rule …)"."""
+        policy = self.policy if isinstance(self.policy, dict) else {}
+        said = {"run": "Ran without review", "forbid": "Refused by policy"}.get(policy.get("action", ""))
+        return f"{said} ({policy.get('reason') or 'its tier'})" if said else ""
+
+    @property
     def warning(self) -> str:
         """What the facts fetched by code say against running this call as it stands ("" when nothing)."""
         return facts_warning(self.facts)

@@ -14,6 +14,7 @@ from ..access import can_decide, in_group
 from ..hashing import args_hash
 from ..models import Decision, ToolCall
 from ..models.calls import facts_warning
+from ..text import sentence
 from ..tools import ArgumentsInvalid, Tool, registry
 from .errors import AlreadyDecided, DecisionError, EditInvalid, NotAllowed, StaleView, WarningNotAcknowledged
 from .runs import request_resume
@@ -194,9 +195,9 @@ def _apply(call: ToolCall, decision: Decision, approval: _Approval | None) -> No
     calls = ToolCall.objects.filter(pk=call.pk)
     if approval is None:
         calls.update(status=ToolCall.Status.REJECTED, **UNCLAIM)
-        note = " The reviewer's guidance follows." if decision.guidance else ""
         verb = "Declined by reviewer (no answer)" if call.kind == ToolCall.Kind.QUESTION else "Rejected by reviewer"
-        record_output(call=call, output=f"{verb}: {decision.reason}{note}")
+        said = f"{sentence(decision.reason)} The reviewer's guidance follows." if decision.guidance else decision.reason
+        record_output(call=call, output=f"{verb}: {said}")
     elif decision.final:
         calls.update(status=ToolCall.Status.APPROVED, **approval.changes, **UNCLAIM)
     else:

@@ -5,7 +5,7 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from approvals import text, triage
+from approvals import access, text, triage
 from approvals.text import duration_text
 
 register = template.Library()
@@ -81,3 +81,9 @@ def pretty_json(value) -> str:
 def label(key) -> str:
     """A fact's key as a label: "order_total" -> "Order total"."""
     return str(key).replace("_", " ").capitalize()
+
+
+@register.simple_tag
+def row_refusal(call, user) -> str:
+    """What the queue row says when this viewer may not decide the call (access.row_refusal)."""
+    return access.row_refusal(user, call)

@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import access, services
-from ..models import AuditEvent, Run, Tier, ToolCall
+from ..models import AuditEvent, Message, Run, Tier, ToolCall
 
 
 def get_run_for_user(request: HttpRequest, pk: int) -> Run:
@@ -37,9 +37,11 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     for call in calls:
         call.run = run
         call.viewer_can_undo = _undoable(request.user, run, call)
+    transcript = list(run.messages.select_related("written_by").order_by("seq"))
     context = {
         "run": run,
-        "messages_": run.messages.select_related("written_by").order_by("seq"),
+        "messages_": transcript,
+        "turns_answered": sum(1 for m in transcript if m.role == Message.Role.ASSISTANT),
         "calls": calls,
         "can_act": access.can_act_on_run(request.user, run)[0],
         "stall": services.run_stall(run=run),

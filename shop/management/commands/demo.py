@@ -7,7 +7,7 @@ import time
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from agents import model_server, services
 from approvals import anchors
@@ -15,10 +15,37 @@ from approvals import services as approvals_services
 from approvals.models import Run
 from shop import agents, demo_data
 
+MODEL_PORT = 8765
 
-def _port_free(port: int) -> bool:
+
+def _port_free(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether a server could listen on host:port now (bound as uvicorn binds, with SO_REUSEADDR)."""
     with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) != 0
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+def _check_port(host: str, port: int) -> None:
+    """A port ReviewHub cannot listen on is one line naming the fix, before anything is printed."""
+    if not 0 < port < 65536:
+        raise CommandError(f"--port {port} is not a port (1-65535).")
+    if not _port_free(port, host):
+        raise CommandError(
+            f"Port {port} on {host} is already in use. Start on another one: make run PORT=8001"
+            " (or: python manage.py demo --port 8001)."
+        )
+
+
+def _start_model_server() -> tuple[str, str]:
+    """The scripted demo model, on 8765 or, when that is taken, on a free port: its URL, and what to print."""
+    server = model_server.serve(port=MODEL_PORT if _port_free(MODEL_PORT) else 0)
+    if server.server_address[1] != MODEL_PORT:
+        return server.url, f"Port {MODEL_PORT} is taken: the scripted demo model is on {server.url} instead"
+    return server.url, f"Scripted demo model on {server.url}"
 
 
 def _periodic_loop() -> None:
@@ -48,16 +75,15 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         import uvicorn
 
+        _check_port(options["host"], options["port"])
         settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
         call_command("migrate", verbosity=0, interactive=False)
         demo_data.seed_shop()
         users = demo_data.seed_users()
         demo_data.seed_governance()
         if not settings.OPENAI_API_KEY and not settings.OPENAI_BASE_URL:
-            port = 8765 if _port_free(8765) else 0
-            server = model_server.serve(port=port)
-            settings.OPENAI_BASE_URL = server.url
-            self.stdout.write(f"Scripted demo model on {server.url}")
+            settings.OPENAI_BASE_URL, said = _start_model_server()
+            self.stdout.write(said)
         threading.Thread(target=_periodic_loop, daemon=True, name="periodic").start()
 
         def start_runs():
