@@ -1,9 +1,9 @@
 """Notifications that follow the reviewer: email (one per call, or a digest), Slack, and the
 browser (live.js, while the queue is open), each as the reviewer's preferences say.
 
-event_notified() is an observer of the audit trail (settings.REVIEWHUB_OBSERVERS): it runs after
-the commit and only enqueues tasks (ops/tasks.py), so no mail and no Slack request ever happens
-inside a decision's transaction.
+Everything here runs in a task (ops/tasks.py), which ops/observers.py enqueues after the commit
+of the audit event that called for it: no mail and no Slack request ever happens inside a
+decision's transaction.
 """
 
 import logging
@@ -11,38 +11,18 @@ import logging
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
-from django.urls import reverse
 from django.utils import timezone
 
 from approvals.access import can_decide, reviewers_for, visible_calls
-from approvals.models import AuditEvent, ToolCall
+from approvals.models import ToolCall
 
-from . import dispatch, metrics
+from . import metrics, slack
+from .links import call_link
 from .models import DigestState, NotificationPreference
 from .preferences import preference_for, preferences_by_user
 
 log = logging.getLogger(__name__)
-Kind = AuditEvent.Kind
 Email = NotificationPreference.Email
-
-WAITING = {Kind.PROPOSED, Kind.ESCALATED, Kind.RETURNED}  # a call that (again) waits for someone
-SETTLED = {Kind.DECIDED, Kind.EXPIRED, Kind.EXECUTED, Kind.FAILED}
-
-
-def event_notified(event: AuditEvent) -> None:
-    """Enqueue what this event means for people (an observer: runs after the commit)."""
-    from . import tasks
-
-    if event.tool_call_id and event.kind in WAITING:
-        dispatch.enqueue(tasks.call_waiting, event.tool_call_id)
-    elif event.tool_call_id and event.kind in SETTLED and settings.SLACK_BOT_TOKEN:
-        dispatch.enqueue(tasks.call_settled, event.tool_call_id)
-    elif event.kind == Kind.CANCELLED and event.run_id and settings.SLACK_BOT_TOKEN:
-        dispatch.enqueue(tasks.run_cancelled, event.run_id)
-
-
-def call_link(call: ToolCall) -> str:
-    return settings.REVIEWHUB_SITE_URL.rstrip("/") + reverse("approvals:call", args=[call.pk])
 
 
 def _mail(subject: str, body: str, address: str) -> bool:
@@ -59,8 +39,6 @@ def _mail(subject: str, body: str, address: str) -> bool:
 def call_waiting(*, call_id: int) -> None:
     """A call waits for a decision: one email to each reviewer who asked for one per call, and the
     group's Slack channel, mentioning the reviewers who asked for chat."""
-    from . import slack
-
     call = ToolCall.objects.select_related("run", "review_group").filter(pk=call_id).first()
     if call is None or not call.is_pending:
         return

@@ -19,6 +19,7 @@ from approvals.text import visible
 from approvals.tools import registry
 
 from . import metrics
+from .links import call_link
 from .models import SlackChannel, SlackDecision, SlackIdentity, SlackMessage
 
 log = logging.getLogger(__name__)
@@ -45,8 +46,6 @@ def _facts(call: ToolCall) -> list[dict]:
 
 
 def _buttons(call: ToolCall, decidable: bool) -> dict:
-    from .notify import call_link
-
     value = json.dumps({"call": call.pk, "hash": call.review_hash})
     open_button = {"type": "button", "action_id": "open", "text": _plain("Open in ReviewHub"), "url": call_link(call)}
     if not decidable:

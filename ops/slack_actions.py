@@ -16,8 +16,9 @@ from slack_sdk.signature import SignatureVerifier
 from approvals.access import can_decide_in_chat
 from approvals.models import Decision, ToolCall
 from approvals.services import DecisionError, toolcall_decide
+from reviewhub.background import background
 
-from . import dispatch
+from . import tasks
 from .models import SlackDecision, SlackIdentity
 
 log = logging.getLogger(__name__)
@@ -98,12 +99,10 @@ def _decide(press: Press) -> str:
 
 def interaction_handle(*, body: bytes, headers) -> None:
     """Verify and act on one request from Slack's interactivity URL. Raises NotSigned or Malformed."""
-    from . import tasks
-
     verified(body=body, headers=headers)
     press = press_from(body)
     if press is None:
         return
     note = _decide(press)
     if note and press.channel_id:
-        transaction.on_commit(lambda: dispatch.enqueue(tasks.slack_tell, press.channel_id, press.slack_user_id, note))
+        background(tasks.slack_tell, press.channel_id, press.slack_user_id, note, pool="notify")

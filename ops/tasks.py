@@ -1,4 +1,4 @@
-"""Notification work, run by Celery workers (ops/dispatch.py enqueues it after the commit).
+"""Notification work, run by Celery workers (ops/observers.py enqueues it after the commit).
 Tasks take ids, load, and call the module that does the work."""
 
 from celery import shared_task

@@ -1,29 +1,30 @@
-"""Webhook deliveries: a Celery task with a countdown per attempt, or (embedded default) a timer thread."""
+"""Webhook deliveries: each attempt a task, the next one scheduled with its backoff as a countdown
+(reviewhub/background.py: a Celery countdown, or a timer thread in the embedded default)."""
 
-import logging
-import threading
 from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
-from django.db import close_old_connections
 from django.utils import timezone
 
-log = logging.getLogger(__name__)
+from reviewhub.background import background
+
+from .deliveries import delivery_attempt, retry_wait
+from .models import WebhookDelivery
 
 
 @shared_task(acks_late=True, ignore_result=True)
 def deliver_webhook(delivery_id: int) -> str:
-    from .services import delivery_attempt
-
-    return delivery_attempt(delivery_id=delivery_id)
+    outcome = delivery_attempt(delivery_id=delivery_id)
+    if outcome == "retry":
+        schedule_delivery(delivery_id, retry_wait(delivery_id=delivery_id))
+    return outcome
 
 
 @shared_task(ignore_result=True)
 def deliver_due() -> int:
-    """Celery beat: attempts whose task was lost (a worker gone with it) are sent again once due."""
-    from .models import WebhookDelivery
-
+    """Periodic (settings.CELERY_BEAT_SCHEDULE): attempts whose task was lost (a worker or, in the embedded
+    default, the process gone with it) are sent again once due."""
     overdue = WebhookDelivery.objects.filter(
         status=WebhookDelivery.Status.PENDING, next_attempt_at__lte=timezone.now() - timedelta(seconds=60)
     )
@@ -33,20 +34,8 @@ def deliver_due() -> int:
     return len(ids)
 
 
-def _attempt_here(delivery_id: int) -> None:
-    close_old_connections()
-    try:
-        deliver_webhook(delivery_id)
-    except Exception:
-        log.exception("webhook delivery %s failed", delivery_id)
-    finally:
-        close_old_connections()
-
-
 def schedule_delivery(delivery_id: int, countdown: float) -> None:
-    if settings.TASKS_IN_PROCESS:
-        timer = threading.Timer(countdown, _attempt_here, args=(delivery_id,))
-        timer.daemon = True
-        timer.start()
-    else:
-        deliver_webhook.apply_async((delivery_id,), countdown=countdown, queue=settings.CELERY_TASK_DEFAULT_QUEUE)
+    """An attempt of this delivery `countdown` seconds after the caller's commit."""
+    background(
+        deliver_webhook, delivery_id, countdown=countdown, queue=settings.CELERY_TASK_DEFAULT_QUEUE, pool="webhooks"
+    )

@@ -17,6 +17,8 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.utils import get_random_secret_key
 
+from reviewhub.periodic import Periodic, beat_schedule
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -252,21 +254,15 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("BROKER_VISIBIL
 NOTIFY_DIGEST_MINUTES = env_int("NOTIFY_DIGEST_MINUTES", 15)
 # How often the heads of the run chains that changed are anchored into the global audit chain (docs/audit.md).
 AUDIT_ANCHOR_SECONDS = env_int("AUDIT_ANCHOR_SECONDS", 60)
-CELERY_BEAT_SCHEDULE = {
-    "anchor-audit-heads": {
-        "task": "agents.tasks.anchor_audit",
-        "schedule": float(AUDIT_ANCHOR_SECONDS),
-        "options": {"expires": float(AUDIT_ANCHOR_SECONDS)},  # the next pass anchors what this one would have
-    },
-    "expire-overdue-calls": {"task": "agents.tasks.expire_overdue", "schedule": 30.0},
-    "webhook-deliveries-due": {"task": "remote.tasks.deliver_due", "schedule": 60.0},
-    "email-digests": {"task": "ops.tasks.email_digests", "schedule": 60.0 * NOTIFY_DIGEST_MINUTES},
-    "sweep-stuck-runs": {
-        "task": "agents.tasks.sweep",
-        "schedule": float(SWEEP_INTERVAL_SECONDS),
-        "options": {"expires": float(SWEEP_INTERVAL_SECONDS)},  # a pass queued while no worker ran is dropped
-    },
+# Periodic work (reviewhub/periodic.py): Celery beat's schedule and the embedded default's loop, one table.
+PERIODIC_WORK = {
+    "anchor-audit-heads": Periodic("agents.tasks.anchor_audit", float(AUDIT_ANCHOR_SECONDS), expires=True),
+    "expire-overdue-calls": Periodic("agents.tasks.expire_overdue", 30.0),
+    "webhook-deliveries-due": Periodic("remote.tasks.deliver_due", 60.0),
+    "email-digests": Periodic("ops.tasks.email_digests", 60.0 * NOTIFY_DIGEST_MINUTES),
+    "sweep-stuck-runs": Periodic("agents.tasks.sweep", float(SWEEP_INTERVAL_SECONDS), expires=True),
 }
+CELERY_BEAT_SCHEDULE = beat_schedule(PERIODIC_WORK)
 
 # The model, reached through the openai package. Without OPENAI_API_KEY the
 # scripted demo model that ships with ReviewHub is used.
@@ -324,7 +320,7 @@ MAILERS = {"default": mailer(env_str("EMAIL_BACKEND", LOCAL_EMAIL_BACKEND if DEB
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "support@shop.example")
 
 # Every event of the audit trail, once committed, is logged, counted and notified (ops/).
-REVIEWHUB_OBSERVERS = ["ops.logs.event_logged", "ops.metrics.event_counted", "ops.notify.event_notified"]
+REVIEWHUB_OBSERVERS = ["ops.logs.event_logged", "ops.metrics.event_counted", "ops.observers.event_notified"]
 # Timings (a model call, a live push's fan-out) go to the metrics.
 REVIEWHUB_MEASURE = "ops.metrics.measured"
 # Whether a reviewer wants a browser notification of a call (the queue socket's pushes ask).

@@ -7,6 +7,7 @@ from django.db import connection, connections
 from agents import loop, model_server
 from approvals import services
 from approvals.models import Message, Run
+from reviewhub import background
 from shop import demo_data
 from tests import stack, support
 from tests.agentapi import agent, other_agent, refund_agent  # noqa: F401 (the agent API's fixtures)
@@ -53,6 +54,13 @@ def model(model_server_instance, settings):
     settings.OPENAI_BASE_URL = scripted.url
     yield scripted
     scripted.reset()
+
+
+@pytest.fixture
+def background_inline(monkeypatch):
+    """What background() would hand to a thread of the embedded default runs at once in the test's own thread
+    (still after the commit)."""
+    monkeypatch.setattr(background, "_in_thread", lambda task, args, pool, threads: task.run(*args))
 
 
 @pytest.fixture(autouse=True)

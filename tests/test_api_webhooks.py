@@ -12,9 +12,9 @@ from standardwebhooks.webhooks import Webhook as Verifier
 from approvals import services
 from approvals.models import ToolCall
 from remote import targets, tasks
+from remote.deliveries import ATTEMPTS, BACKOFF
 from remote.models import Webhook, WebhookDelivery
 from remote.services import delivery_attempt
-from remote.services.webhooks import ATTEMPTS, BACKOFF
 
 
 class Receiver(BaseHTTPRequestHandler):
@@ -109,7 +109,7 @@ def test_a_failed_delivery_is_retried_with_backoff_then_given_up(
     receiver[1].status = 500
     delivery = WebhookDelivery.objects.get(tool_call=decide(agent, reviewer, django_capture_on_commit_callbacks))
 
-    assert delivery_attempt(delivery_id=delivery.pk) == "retry"
+    assert tasks.deliver_webhook(delivery.pk) == "retry"
     assert scheduled[-1] == (delivery.pk, BACKOFF[0])
     assert delivery_attempt(delivery_id=delivery.pk) == "skipped"  # not due yet
     WebhookDelivery.objects.filter(pk=delivery.pk).update(attempts=ATTEMPTS - 1, next_attempt_at="2000-01-01T00:00Z")

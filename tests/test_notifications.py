@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from approvals.models import ToolSetting
-from ops import dispatch, notify
+from ops import notify
 from ops.models import NotificationPreference, SlackChannel, SlackIdentity
 
 from .reviewing import NOTE_CALL, REFUND_CALL, propose
@@ -20,9 +20,8 @@ Email = NotificationPreference.Email
 
 
 @pytest.fixture(autouse=True)
-def inline_tasks(monkeypatch, settings):
+def inline_tasks(background_inline, settings):
     settings.REVIEWHUB_SITE_URL = "https://reviewhub.example.com"
-    monkeypatch.setattr(dispatch, "enqueue", lambda task, *args: task.run(*args))
 
 
 @pytest.fixture

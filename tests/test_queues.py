@@ -35,11 +35,15 @@ def approve(call: ToolCall, reviewer) -> None:
 
 
 @pytest.mark.django_db
-def test_an_approved_call_goes_to_the_tools_queue_and_a_model_turn_to_the_turns_queue(make_run, reviewer, sent):
+def test_an_approved_call_goes_to_the_tools_queue_and_a_model_turn_to_the_turns_queue(
+    make_run, reviewer, sent, django_capture_on_commit_callbacks
+):
     run = make_run(REFUND_35)
-    dispatch.enqueue_advance(run.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        dispatch.enqueue_advance(run.pk)
     approve(run.tool_calls.get(), reviewer)
-    dispatch.enqueue_advance(run.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        dispatch.enqueue_advance(run.pk)
     assert sent == [(run.pk, "turn", django_settings.TURNS_QUEUE), (run.pk, "tools", django_settings.TOOLS_QUEUE)]
 
 
@@ -49,7 +53,7 @@ def test_an_approval_resumes_on_the_tools_queue_without_asking_the_database_agai
     call = make_run(REFUND_35).tool_calls.get()
     with TestCase.captureOnCommitCallbacks() as after_commit:
         approve(call, reviewer)
-    with CaptureQueriesContext(connection) as queries:
+    with CaptureQueriesContext(connection) as queries, TestCase.captureOnCommitCallbacks(execute=True):
         for callback in after_commit:
             callback()
     assert sent == [(call.run_id, "tools", django_settings.TOOLS_QUEUE)]
@@ -57,11 +61,14 @@ def test_an_approval_resumes_on_the_tools_queue_without_asking_the_database_agai
 
 
 @pytest.mark.django_db
-def test_the_tools_queue_runs_the_approved_call_and_hands_the_model_turn_over(make_run, reviewer, model, sent):
+def test_the_tools_queue_runs_the_approved_call_and_hands_the_model_turn_over(
+    make_run, reviewer, model, sent, django_capture_on_commit_callbacks
+):
     run = make_run(REFUND_35)
     approve(run.tool_calls.get(), reviewer)
 
-    tasks.advance_run(run.pk, "tools")
+    with django_capture_on_commit_callbacks(execute=True):
+        tasks.advance_run(run.pk, "tools")
 
     assert Refund.objects.count() == 1
     assert len(model.requests()) == 1  # no model turn on the tools queue
@@ -69,11 +76,14 @@ def test_the_tools_queue_runs_the_approved_call_and_hands_the_model_turn_over(ma
 
 
 @pytest.mark.django_db
-def test_the_turns_queue_hands_an_approved_call_over_without_running_it(make_run, reviewer, model, sent):
+def test_the_turns_queue_hands_an_approved_call_over_without_running_it(
+    make_run, reviewer, model, sent, django_capture_on_commit_callbacks
+):
     run = make_run(REFUND_35)
     approve(run.tool_calls.get(), reviewer)
 
-    tasks.advance_run(run.pk, "turn")
+    with django_capture_on_commit_callbacks(execute=True):
+        tasks.advance_run(run.pk, "turn")
 
     assert Refund.objects.count() == 0
     assert len(model.requests()) == 1

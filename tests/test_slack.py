@@ -15,7 +15,6 @@ from slack_sdk.signature import SignatureVerifier
 from approvals import services
 from approvals.models import PolicyRule, ToolCall, ToolSetting
 from approvals.tools import registry
-from ops import dispatch
 from ops.models import SlackChannel, SlackDecision, SlackIdentity, SlackMessage
 
 from .reviewing import REFUND_CALL, decide, propose
@@ -27,11 +26,10 @@ URL = "/slack/interactions"
 
 
 @pytest.fixture
-def slack(settings, monkeypatch):
+def slack(settings, background_inline):
     standin = SlackStandIn()
     settings.SLACK_BOT_TOKEN, settings.SLACK_SIGNING_SECRET, settings.SLACK_API_URL = "xoxb-test", SECRET, standin.url
     settings.REVIEWHUB_SITE_URL = "https://reviewhub.example.com"
-    monkeypatch.setattr(dispatch, "enqueue", lambda task, *args: task.run(*args))  # the tasks, inline
     SlackChannel.objects.create(group=None, channel_id="C-REVIEW")
     yield standin
     standin.close()

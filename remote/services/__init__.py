@@ -4,15 +4,16 @@
 - declarations: tools declared once, versioned
 - calls: proposed (idempotently), claimed (exactly one caller wins), reported
 - turns: a model turn the agent asks to have reviewed before its model answers
-- webhooks: registered (the secret shown once), deliveries logged, signed, retried
+- webhooks: registered (the secret shown once), redelivered (remote/deliveries.py sends, remote/resume.py queues)
 """
 
+from ..deliveries import delivery_attempt
 from ..errors import Invalid
 from .calls import call_claim, call_propose, call_report, execution_key
 from .declarations import tool_declare
 from .identities import agent_get_or_create
 from .turns import turn_propose
-from .webhooks import deliveries_enqueue, delivery_attempt, delivery_redeliver, webhook_create
+from .webhooks import delivery_redeliver, webhook_create
 
 __all__ = [
     "Invalid",
@@ -20,7 +21,6 @@ __all__ = [
     "call_claim",
     "call_propose",
     "call_report",
-    "deliveries_enqueue",
     "delivery_attempt",
     "delivery_redeliver",
     "execution_key",

@@ -10,9 +10,8 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from agents import model_server, services
-from approvals import anchors
-from approvals import services as approvals_services
 from approvals.models import Run
+from reviewhub import periodic
 from shop import agents, demo_data
 
 MODEL_PORT = 8765
@@ -48,22 +47,6 @@ def _start_model_server() -> tuple[str, str]:
     return server.url, f"Scripted demo model on {server.url}"
 
 
-def _periodic_loop() -> None:
-    """What Celery beat does in production: deadlines, the sweep that takes stuck runs further, the audit anchors."""
-    passes = (
-        ("expiry", approvals_services.deadlines_apply),
-        ("sweep", approvals_services.sweep_apply),
-        ("audit anchor", anchors.anchor_heads),
-    )
-    while True:
-        time.sleep(settings.SWEEP_INTERVAL_SECONDS)
-        for name, apply in passes:
-            try:
-                apply()
-            except Exception as exc:  # keep the loop alive; the next pass retries
-                print(f"{name} pass failed: {exc}")
-
-
 class Command(BaseCommand):
     help = "Run ReviewHub with demo data on the embedded default (SQLite, no other servers)."
 
@@ -84,7 +67,7 @@ class Command(BaseCommand):
         if not settings.OPENAI_API_KEY and not settings.OPENAI_BASE_URL:
             settings.OPENAI_BASE_URL, said = _start_model_server()
             self.stdout.write(said)
-        threading.Thread(target=_periodic_loop, daemon=True, name="periodic").start()
+        threading.Thread(target=periodic.run_forever, daemon=True, name="periodic").start()  # what beat does
 
         def start_runs():
             time.sleep(1)
