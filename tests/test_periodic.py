@@ -12,6 +12,7 @@ from reviewhub import periodic
 
 from .reviewing import pending_call
 from .test_api_webhooks import decide, hooked, receiver  # noqa: F401 (fixtures)
+from .waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -53,10 +54,10 @@ def test_the_embedded_default_retries_a_webhook_delivery_whose_attempt_was_lost(
     reviewer,
     settings,
     django_capture_on_commit_callbacks,
+    monkeypatch,
 ):
-    from tests.waiting import wait_for
-
     settings.TASKS_IN_PROCESS = True
+    monkeypatch.setattr("remote.deliveries.BACKOFF", (3600,) * 7)  # the retry's own timer: not within this test
     agent, _ = hooked
     receiver[1].status = 500
     call = decide(agent, reviewer, django_capture_on_commit_callbacks)
