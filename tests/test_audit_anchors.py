@@ -137,19 +137,20 @@ def test_many_changed_chains_make_several_bounded_anchors_at_a_fixed_cost():
 
 def test_beat_and_the_embedded_default_anchor_periodically(settings, monkeypatch):
     from agents import tasks
-    from shop.management.commands import demo
+    from reviewhub import periodic
 
     entry = settings.CELERY_BEAT_SCHEDULE["anchor-audit-heads"]
     assert entry["task"] == tasks.anchor_audit.name and entry["schedule"] == settings.AUDIT_ANCHOR_SECONDS
     passes = []
-    monkeypatch.setattr(demo.approvals_services, "deadlines_apply", lambda: passes.append("deadlines"))
-    monkeypatch.setattr(demo.approvals_services, "sweep_apply", lambda: passes.append("sweep"))
-    monkeypatch.setattr(demo.anchors, "anchor_heads", lambda: passes.append("anchor"))
-    sleeps = iter([None])
-    monkeypatch.setattr(demo.time, "sleep", lambda seconds: next(sleeps))
+    monkeypatch.setattr(tasks.anchors, "anchor_heads", lambda: passes.append("anchor"))
+    work = {"anchor-audit-heads": settings.PERIODIC_WORK["anchor-audit-heads"]}
+    sleeps = iter([None, None])
+    monkeypatch.setattr(periodic.time, "sleep", lambda seconds: next(sleeps))
+    monkeypatch.setattr(periodic.time, "monotonic", iter([0.0, settings.AUDIT_ANCHOR_SECONDS + 1.0]).__next__)
+    monkeypatch.setattr(settings, "PERIODIC_WORK", work)
     with pytest.raises(StopIteration):
-        demo._periodic_loop()
-    assert passes == ["deadlines", "sweep", "anchor"]
+        periodic.run_forever()
+    assert passes == ["anchor"]  # once its first interval passed, not before
 
 
 @pytest.mark.django_db(transaction=True)

@@ -10,7 +10,6 @@ from django.utils import timezone
 from agents import loop
 from approvals import services
 from approvals.models import AuditEvent, Message, Run, ToolCall
-from shop.management.commands import demo
 from shop.models import Order, Refund
 
 from . import support
@@ -221,14 +220,20 @@ def test_beat_runs_the_sweep(settings):
     assert entry["schedule"] == settings.SWEEP_INTERVAL_SECONDS
 
 
-def test_the_embedded_default_sweeps_in_its_periodic_thread(monkeypatch):
+def test_the_embedded_default_sweeps_in_its_periodic_thread(monkeypatch, settings):
+    from agents import tasks
+    from reviewhub import periodic
+
     passes = []
-    monkeypatch.setattr(demo.approvals_services, "deadlines_apply", lambda: passes.append("deadlines"))
-    monkeypatch.setattr(demo.approvals_services, "sweep_apply", lambda: passes.append("sweep"))
-    sleeps = iter([None])
-    monkeypatch.setattr(demo.time, "sleep", lambda seconds: next(sleeps))
+    monkeypatch.setattr(tasks.services, "deadlines_apply", lambda: passes.append("deadlines"))
+    monkeypatch.setattr(tasks.services, "sweep_apply", lambda: passes.append("sweep"))
+    work = {name: settings.PERIODIC_WORK[name] for name in ("expire-overdue-calls", "sweep-stuck-runs")}
+    monkeypatch.setattr(settings, "PERIODIC_WORK", work)
+    sleeps = iter([None, None])
+    monkeypatch.setattr(periodic.time, "sleep", lambda seconds: next(sleeps))
+    monkeypatch.setattr(periodic.time, "monotonic", iter([0.0, 3600.0]).__next__)
     with pytest.raises(StopIteration):
-        demo._periodic_loop()
+        periodic.run_forever()
     assert passes == ["deadlines", "sweep"]
 
 
