@@ -147,7 +147,7 @@ def test_beat_and_the_embedded_default_anchor_periodically(settings, monkeypatch
     sleeps = iter([None, None])
     monkeypatch.setattr(periodic.time, "sleep", lambda seconds: next(sleeps))
     monkeypatch.setattr(periodic.time, "monotonic", iter([0.0, settings.AUDIT_ANCHOR_SECONDS + 1.0]).__next__)
-    monkeypatch.setattr(settings, "PERIODIC_WORK", work)
+    settings.PERIODIC_WORK = work
     with pytest.raises(StopIteration):
         periodic.run_forever()
     assert passes == ["anchor"]  # once its first interval passed, not before

@@ -228,7 +228,7 @@ def test_the_embedded_default_sweeps_in_its_periodic_thread(monkeypatch, setting
     monkeypatch.setattr(tasks.services, "deadlines_apply", lambda: passes.append("deadlines"))
     monkeypatch.setattr(tasks.services, "sweep_apply", lambda: passes.append("sweep"))
     work = {name: settings.PERIODIC_WORK[name] for name in ("expire-overdue-calls", "sweep-stuck-runs")}
-    monkeypatch.setattr(settings, "PERIODIC_WORK", work)
+    settings.PERIODIC_WORK = work
     sleeps = iter([None, None])
     monkeypatch.setattr(periodic.time, "sleep", lambda seconds: next(sleeps))
     monkeypatch.setattr(periodic.time, "monotonic", iter([0.0, 3600.0]).__next__)
