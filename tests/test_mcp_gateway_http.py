@@ -85,3 +85,30 @@ def test_over_http_a_refund_and_its_retry_wait_on_one_call_edited_in_the_reviewe
             "A reviewer changed the arguments before this ran: amount: 490 → 49.",
             "Refunded $49.00 on order A-1001.",
         ]
+
+
+def _initialize(url: str, token: str, **headers) -> httpx.Response:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"} | headers
+    return httpx.post(url, json=body, headers=headers)
+
+
+def test_over_http_a_foreign_host_or_origin_is_refused_before_any_mcp_code_and_a_proper_request_initializes(served):
+    url, token = served
+    port = url.split(":")[2].split("/")[0]
+
+    rebound = _initialize(url, token, Host="evil.example.com", Origin="http://evil.example.com")
+    foreign_origin = _initialize(url, token, Origin="http://evil.example.com")
+    other_port = _initialize(url, token, Origin="http://127.0.0.1:1")
+    own_origin = _initialize(url, token, Origin=f"http://127.0.0.1:{port}")
+    no_origin = _initialize(url, token)
+
+    assert rebound.status_code == 400
+    assert foreign_origin.status_code == other_port.status_code == 403
+    assert own_origin.status_code == no_origin.status_code == 200
+    assert "serverInfo" in own_origin.text and "reviewhub-shophttp" in no_origin.text
