@@ -24,7 +24,7 @@ async def _refresh(gateway: Gateway) -> int:
 class UpstreamInline(admin.TabularInline):
     model = Upstream
     extra = 0
-    fields = ["name", "command", "url", "enabled"]
+    fields = ["name", "command", "url", "environment", "enabled"]
 
 
 @admin.register(Gateway)

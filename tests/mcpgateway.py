@@ -42,7 +42,9 @@ def shop_gateway(name: str, *, command: str = "", url: str = "", answer_after: i
     gateway.answer_after_seconds = answer_after
     gateway.save()
     command = command or f"{shlex.quote(sys.executable)} {shlex.quote(str(SHOP_SERVER))}"
-    upstream = Upstream.objects.create(gateway=gateway, name="shop", command="" if url else command, url=url)
+    upstream = Upstream.objects.create(
+        gateway=gateway, name="shop", command="" if url else command, url=url, environment="SHOP_DB"
+    )
     UpstreamTool.objects.create(upstream=upstream, name="close_account", setting=UpstreamTool.Setting.FORBIDDEN)
     UpstreamTool.objects.create(
         upstream=upstream, name="refund", description_template=REFUND_TEMPLATE, facts_tool="get_balance"
