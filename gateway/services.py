@@ -146,9 +146,10 @@ def catalog(*, gateway: Gateway) -> dict[str, Entry]:
     return entries
 
 
-def request_key(*, gateway: str, client: str, tool: str, arguments: dict, key: str = "") -> str:
-    """The same request from the same client (and the client's own key, when it sends one) gives the same key."""
-    body = canonical_json({"gateway": gateway, "client": client, "tool": tool, "arguments": arguments, "key": key})
+def request_key(*, gateway: str, tool: str, arguments: dict, key: str = "") -> str:
+    """The same tool and arguments through the same gateway identity (and the client's own key, when it sends
+    one) give the same key, whatever the transport or client: one pending call, never two to approve."""
+    body = canonical_json({"gateway": gateway, "tool": tool, "arguments": arguments, "key": key})
     return hashlib.sha256(body.encode()).hexdigest()
 
 

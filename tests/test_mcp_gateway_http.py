@@ -2,16 +2,18 @@
 shop served over streamable HTTP too; a reviewer edits the refund through the call panel's HTTP form."""
 
 import json
+import sys
 
 import httpx
 import pytest
+from mcp.client.stdio import StdioServerParameters
 
 from approvals.models import ToolCall
 from remote import services as remote_services
 from remote.tokens import token_create
 
-from .mcpgateway import SHOP_SERVER, McpClient, gateway_env, http_transport, refunds, shop_gateway
-from .reviewing import post
+from .mcpgateway import ROOT, SHOP_SERVER, McpClient, gateway_env, http_transport, refunds, shop_gateway
+from .reviewing import decide, post
 from .stack import Processes, free_port, wait_for_http
 from .test_mcp_gateway import REFUND, pending_call
 from .waiting import wait_for
@@ -112,3 +114,23 @@ def test_over_http_a_foreign_host_or_origin_is_refused_before_any_mcp_code_and_a
     assert foreign_origin.status_code == other_port.status_code == 403
     assert own_origin.status_code == no_origin.status_code == 200
     assert "serverInfo" in own_origin.text and "reviewhub-shophttp" in no_origin.text
+
+
+def test_the_same_call_over_stdio_and_http_is_one_pending_call_and_runs_once(served, tmp_path, reviewer):
+    url, token = served
+    stdio = StdioServerParameters(
+        command=sys.executable, args=["manage.py", "mcp_gateway", "shophttp"], env=gateway_env(tmp_path), cwd=str(ROOT)
+    )
+    heard_http, heard_stdio = [], []
+    with McpClient(http_transport(url, token)) as over_http, McpClient(stdio) as over_stdio:
+        by_http = over_http.call_tool_later("refund", REFUND, heard_http)
+        call = pending_call()
+        by_stdio = over_stdio.call_tool_later("refund", REFUND, heard_stdio)
+        assert wait_for(lambda: heard_stdio, timeout=30)  # the stdio gateway is waiting on a call
+        assert ToolCall.objects.count() == 1
+        decide(call, reviewer, "approve")
+        results = [by_http.result(60), by_stdio.result(60)]
+
+    assert ToolCall.objects.count() == 1
+    assert refunds(tmp_path) == [("A-1001", 490.0)]
+    assert [result.is_error for result in results] == [False, False]
