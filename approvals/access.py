@@ -49,7 +49,10 @@ its own declared tools (agent_tools) and the calls of the runs it requested and 
 such an agent: its HTTP endpoint answers only to its own agent's tokens (agent_gateways).
 
 In the admin, Django's model permissions decide, and auditors change nothing there
-either (auditors.AuditorsOnlyLook asks is_auditor). Where a socket may come from
+either, in any ModelAdmin, Django's own user admin included: every registered ModelAdmin
+asks may_change_in_admin() (the admin site mixes auditors.AuditorsOnlyLook into each).
+Revoking an agent's token (can_revoke_tokens) and redelivering a webhook
+(can_redeliver_webhooks) are decided here too. Where a socket may come from
 (its Origin) is reviewhub/origins.py's check; who may open it is decided here.
 
 Every kind of pause (a tool call, a model turn, a checkpoint, a tool's question) is a
@@ -331,6 +334,21 @@ def can_read_metrics(*, authorization: str, address: str) -> bool:
     except ValueError:
         return False
     return any(client in ipaddress.ip_network(network, strict=False) for network in settings.METRICS_ALLOWED_NETWORKS)
+
+
+def may_change_in_admin(user) -> bool:
+    """Whether the admin may let this user add, change, delete or run an action at all (Django's model
+    permissions decide the rest): never an auditor, whatever else they hold (even superuser)."""
+    return may_act(user)[0]
+
+
+def can_revoke_tokens(user) -> bool:
+    """Revoke an agent's token in the admin: who may change tokens (superusers), never an auditor."""
+    return may_change_in_admin(user) and user.has_perm("remote.change_agenttoken")
+
+
+def can_redeliver_webhooks(user) -> bool:
+    return may_change_in_admin(user) and user.has_perm("remote.change_webhookdelivery")
 
 
 def agent_gateways(agent_user, queryset):

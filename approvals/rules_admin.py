@@ -4,7 +4,6 @@ from django import forms
 from django.contrib import admin
 
 from .admin_filters import RefuseUnstorableQuery
-from .auditors import AuditorsOnlyLook
 from .models import PolicyRule, ShadowResult, ToolSetting
 from .storable import json_problems
 from .tools import registry
@@ -35,7 +34,7 @@ class PolicyRuleForm(forms.ModelForm):
 
 
 @admin.register(PolicyRule)
-class PolicyRuleAdmin(RefuseUnstorableQuery, AuditorsOnlyLook, admin.ModelAdmin):
+class PolicyRuleAdmin(RefuseUnstorableQuery, admin.ModelAdmin):
     form = PolicyRuleForm
     list_display = [
         "name",
@@ -67,7 +66,7 @@ class PolicyRuleAdmin(RefuseUnstorableQuery, AuditorsOnlyLook, admin.ModelAdmin)
 
 
 @admin.register(ToolSetting)
-class ToolSettingAdmin(RefuseUnstorableQuery, AuditorsOnlyLook, admin.ModelAdmin):
+class ToolSettingAdmin(RefuseUnstorableQuery, admin.ModelAdmin):
     list_display = ["tool_name", "group", "timeout_minutes", "warn_minutes", "on_expiry", "escalate_to"]
     list_select_related = ["group", "escalate_to"]
 

@@ -65,7 +65,9 @@ def setup(args) -> None:
     call_command("migrate", verbosity=0, interactive=False)
     gateway = services.gateway_create(name="bench")
     command = f"{shlex.quote(sys.executable)} {shlex.quote(str(SHOP))}"
-    Upstream.objects.update_or_create(gateway=gateway, name="shop", defaults={"command": command, "url": ""})
+    Upstream.objects.update_or_create(
+        gateway=gateway, name="shop", defaults={"command": command, "url": "", "environment": "SHOP_DB"}
+    )
 
 
 async def timings(server, calls: int, warmup: int) -> list[float]:

@@ -4,7 +4,6 @@ from asgiref.sync import async_to_sync
 from django.contrib import admin, messages
 
 from approvals.admin_filters import RefuseUnstorableQuery
-from approvals.auditors import AuditorsOnlyLook
 
 from . import services
 from .models import Gateway, Upstream, UpstreamTool
@@ -24,11 +23,11 @@ async def _refresh(gateway: Gateway) -> int:
 class UpstreamInline(admin.TabularInline):
     model = Upstream
     extra = 0
-    fields = ["name", "command", "url", "enabled"]
+    fields = ["name", "command", "url", "environment", "enabled"]
 
 
 @admin.register(Gateway)
-class GatewayAdmin(RefuseUnstorableQuery, AuditorsOnlyLook, admin.ModelAdmin):
+class GatewayAdmin(RefuseUnstorableQuery, admin.ModelAdmin):
     list_display = ["__str__", "answer_after_seconds"]
     inlines = [UpstreamInline]
     actions = ["refresh"]
@@ -54,7 +53,7 @@ class UpstreamToolInline(admin.TabularInline):
 
 
 @admin.register(Upstream)
-class UpstreamAdmin(RefuseUnstorableQuery, AuditorsOnlyLook, admin.ModelAdmin):
+class UpstreamAdmin(RefuseUnstorableQuery, admin.ModelAdmin):
     list_display = ["name", "gateway", "command", "url", "enabled"]
     list_filter = ["gateway"]
     inlines = [UpstreamToolInline]

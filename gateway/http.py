@@ -4,6 +4,11 @@ Each request carries a token of the gateway's agent (`Authorization: Bearer rh_â
 `manage.py create_agent_token NAME`); anything else is a 401 and reaches no MCP code. One SDK session manager per
 gateway and process, started by the first request (it opens the upstreams once and keeps them), serves its
 sessions; a session answers only to the credential that opened it (the SDK checks).
+
+Before any of that, the doors every entry point has: a Host outside ALLOWED_HOSTS is a 400 (as Django answers),
+an Origin that is not the site's own or in CSRF_TRUSTED_ORIGINS a 403 (reviewhub/origins.py); the SDK's own
+DNS-rebinding check (its transport security settings) is given the same hosts and origins where its exact
+matching can say them.
 """
 
 import asyncio
@@ -11,13 +16,16 @@ import json
 import logging
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db import close_old_connections
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
 
 from approvals import access
 from remote.tokens import SHOWN, agent_for_token
+from reviewhub import origins
 
 from .models import Gateway
 from .server import gateway_server
@@ -46,11 +54,27 @@ async def _refuse(send, status: int, detail: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+def transport_security() -> TransportSecuritySettings:
+    """The SDK's Host and Origin check, with Django's ALLOWED_HOSTS and CSRF_TRUSTED_ORIGINS. Django's wildcards
+    ("*", ".example.com", "https://*.example.com") have no equal in the SDK's exact lists: with one of them,
+    the check in front (reviewhub/origins.py) is the only one."""
+    hosts, trusted = origins.allowed_hosts(), settings.CSRF_TRUSTED_ORIGINS
+    if any(host == "*" or host.startswith(".") for host in hosts) or any("*" in origin for origin in trusted):
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    own = [f"{scheme}://{host}{port}" for host in hosts for scheme in ("http", "https") for port in ("", ":*")]
+    return TransportSecuritySettings(
+        allowed_hosts=[*hosts, *(f"{host}:*" for host in hosts)], allowed_origins=[*own, *trusted]
+    )
+
+
 async def _manager(name: str) -> StreamableHTTPSessionManager:
     """The running session manager of gateway NAME in this process (started on first use)."""
     found = _managers.get(name)
     if found is None:
-        manager, ready = StreamableHTTPSessionManager(app=gateway_server(name)), asyncio.Event()
+        manager, ready = (
+            StreamableHTTPSessionManager(app=gateway_server(name), security_settings=transport_security()),
+            asyncio.Event(),
+        )
         _managers[name] = found = (manager, ready)
 
         async def hold() -> None:
@@ -81,6 +105,12 @@ def _bearer(scope) -> str:
 
 
 async def mcp_app(scope, receive, send) -> None:
+    if not origins.host_allowed(scope):
+        await _refuse(send, 400, "Bad Request: this host is not one this site serves (ALLOWED_HOSTS).")
+        return
+    if not origins.http_origin_allowed(scope):
+        await _refuse(send, 403, "Forbidden: requests from this origin are refused (CSRF_TRUSTED_ORIGINS).")
+        return
     name = scope["path"][len(PREFIX) :].strip("/").partition("/")[0]
     token = _bearer(scope)
     credential = await sync_to_async(_credential)(name=name, token=token) if name and token else None

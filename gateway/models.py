@@ -5,6 +5,7 @@ servers' tools become the agent's declared tools, and a client's tools/call beco
 agent (remote.services), so the queue, the panel, rules, groups, expiry, claims, pushes and the trail apply.
 """
 
+import re
 import shlex
 
 from django.core.exceptions import ValidationError
@@ -32,13 +33,56 @@ class Gateway(models.Model):
         return self.agent.name
 
 
+# ReviewHub's own secrets: never handed to an upstream from the gateway's environment, whatever its entry says.
+KEPT_FROM_UPSTREAMS = frozenset(
+    {
+        "SECRET_KEY",
+        "DATABASE_URL",
+        "REDIS_URL",
+        "CELERY_BROKER_URL",
+        "EMAIL_HOST_PASSWORD",
+        "METRICS_TOKEN",
+        "OPENAI_API_KEY",
+        "SLACK_BOT_TOKEN",
+        "SLACK_SIGNING_SECRET",
+        "REVIEWHUB_ENV_FILE",
+    }
+)
+VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def environment_entries(text: str) -> list[tuple[str, str | None]]:
+    """An upstream's environment as its entry says it, one per line: `NAME` (the gateway's own value of NAME)
+    or `NAME=value`; blank lines and `#` comments are skipped. Raises ValueError naming a line it cannot read."""
+    entries = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, equals, value = line.partition("=")
+        name = name.strip()
+        if not VARIABLE.fullmatch(name):
+            raise ValueError(f"Line {number}: {name!r} is not a variable name (write NAME or NAME=value).")
+        if not equals and name in KEPT_FROM_UPSTREAMS:
+            raise ValueError(f"Line {number}: {name} is one of ReviewHub's secrets; it is never passed on.")
+        entries.append((name, value if equals else None))
+    return entries
+
+
 class Upstream(models.Model):
-    """An MCP server behind a gateway: a command spoken to over stdio, or a streamable HTTP URL."""
+    """An MCP server behind a gateway: a command spoken to over stdio, or a streamable HTTP URL. A command
+    starts with only the environment its entry names (and PATH), never the gateway's own."""
 
     gateway = models.ForeignKey(Gateway, on_delete=models.CASCADE, related_name="upstreams")
     name = models.CharField(max_length=63)
     command = models.CharField(max_length=1000, blank=True, help_text="Run over stdio, e.g. `python server.py`.")
     url = models.URLField(max_length=1000, blank=True, help_text="A streamable HTTP endpoint.")
+    environment = models.TextField(
+        blank=True,
+        help_text="What a command's process gets in its environment besides PATH, one per line: NAME passes the "
+        "gateway's own value of NAME, NAME=value sets it. Nothing else of the gateway's environment is passed on "
+        "(never ReviewHub's secrets: SECRET_KEY, DATABASE_URL, REDIS_URL, …).",
+    )
     enabled = models.BooleanField(default=True)
 
     class Meta:
@@ -56,6 +100,10 @@ class Upstream(models.Model):
                 shlex.split(self.command)
             except ValueError as exc:
                 raise ValidationError({"command": f"Cannot split this command: {exc}."})
+        try:
+            environment_entries(self.environment)
+        except ValueError as exc:
+            raise ValidationError({"environment": str(exc)})
 
 
 class UpstreamTool(models.Model):

@@ -1,13 +1,13 @@
 """A tools/call that needs review: proposed once per client request, waited on with progress notifications,
 answered with the upstream's result (after a claim exactly one caller wins), a rejection, or "still waiting".
 
-A retry of the same request (same client, tool and arguments) finds the same call, pending or decided, until a
-client has had its outcome; a gateway restarted while waiting loses nothing: the retry claims and executes.
+A retry of the same request (same gateway identity, tool and arguments, over stdio or HTTP alike) finds the same
+call, pending or decided, until a client has had its outcome; a gateway restarted while waiting loses nothing:
+the retry claims and executes.
 """
 
 import asyncio
 import contextlib
-import getpass
 import time
 from dataclasses import dataclass
 
@@ -30,15 +30,26 @@ ENDED = {
 }
 
 
+USER_META = "reviewhub/user"  # the person a client acts for, in a call's `_meta` or its initialize request's
+UNSAID = "not said by the client"
+
+
 @dataclass(frozen=True)
 class Asker:
-    """Who asked: the client (its name and version), the user, the thread its calls are grouped in."""
+    """Who asked: the client (its name and version), the user as the client reports it, the thread its calls are
+    grouped in."""
 
     client: str
     user: str
     thread: str
-    key: str  # what tells these requests apart from another client's or user's
     idempotency: str  # the client's own key for this request, when it sends one
+
+
+def _reported_user(meta: dict, params) -> str:
+    """The person the client says it acts for (`_meta` "reviewhub/user" on the call, else on its initialize
+    request); never this process's OS user, which over stdio is whoever started the client."""
+    opened = dict(getattr(params, "meta", None) or {}) if params is not None else {}
+    return str(meta.get(USER_META) or opened.get(USER_META) or UNSAID)[:200]
 
 
 def _asker(ctx, runtime: Runtime) -> Asker:
@@ -46,12 +57,8 @@ def _asker(ctx, runtime: Runtime) -> Asker:
     info = params.client_info if params is not None else None
     client = f"{info.name} {info.version}".strip() if info is not None else "an MCP client"
     meta = dict(ctx.meta or {})
-    scope = getattr(ctx.request, "scope", None) or {}
-    credential = scope.get("reviewhub_token_prefix", "")
-    user = str(meta.get("reviewhub/user") or (f"token {credential}…" if credential else getpass.getuser()))
     session = (getattr(ctx.request, "headers", None) or {}).get("mcp-session-id") or runtime.started
-    key = f"{credential}:{client}:{user}"
-    return Asker(client, user, f"mcp-{session}"[:200], key, str(meta.get("idempotencyKey", "")))
+    return Asker(client, _reported_user(meta, params), f"mcp-{session}"[:200], str(meta.get("idempotencyKey", "")))
 
 
 async def _facts(runtime: Runtime, entry: services.Entry, arguments: dict) -> dict:
@@ -66,13 +73,13 @@ async def _facts(runtime: Runtime, entry: services.Entry, arguments: dict) -> di
 
 
 def _proposal(runtime: Runtime, entry: services.Entry, arguments: dict, asker: Asker, facts: dict) -> dict:
-    asked = f"Asked by {asker.client} for {asker.user} through the MCP gateway {runtime.gateway.name}."
+    asked = f"Asked by {asker.client} (user: {asker.user}) through the MCP gateway {runtime.gateway.name}."
     return {
         "thread_id": asker.thread,
         "tool": entry.name,
         "arguments": arguments,
         "reasoning": asked,
-        "user_request": f"{asker.client} ({asker.user}) called {entry.name} on {entry.upstream}.",
+        "user_request": f"{asker.client} (user: {asker.user}) called {entry.name} on {entry.upstream}.",
         "facts": facts | {"client": asker.client, "user": asker.user},
     }
 
@@ -80,7 +87,7 @@ def _proposal(runtime: Runtime, entry: services.Entry, arguments: dict, asker: A
 async def _open(ctx, runtime: Runtime, entry: services.Entry, arguments: dict) -> ToolCall | types.CallToolResult:
     asker = _asker(ctx, runtime)
     key = services.request_key(
-        gateway=runtime.gateway.name, client=asker.key, tool=entry.name, arguments=arguments, key=asker.idempotency
+        gateway=runtime.gateway.name, tool=entry.name, arguments=arguments, key=asker.idempotency
     )
     call = await db(services.call_find, gateway=runtime.gateway, key=key)
     if call is not None:

@@ -7,6 +7,7 @@ one caller wins) before the upstream is called, and reported after.
 """
 
 import hashlib
+import logging
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -20,8 +21,10 @@ from remote.errors import Invalid
 from remote.models import RemoteAgent
 from remote.serialize import call_url
 
-from .models import Gateway, GatewayCall, Upstream, UpstreamTool
+from .models import Gateway, GatewayCall, Upstream, UpstreamTool, environment_entries
 from .upstreams import UpstreamSpec
+
+log = logging.getLogger(__name__)
 
 HINTS = ("title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 
@@ -53,7 +56,15 @@ def gateway_create(*, name: str) -> Gateway:
 
 def upstream_specs(*, gateway: Gateway) -> list[UpstreamSpec]:
     rows = gateway.upstreams.filter(enabled=True).order_by("name")
-    return [UpstreamSpec(row.pk, row.name, row.command.strip(), row.url.strip()) for row in rows]
+    specs = []
+    for row in rows:
+        try:
+            environment = tuple(environment_entries(row.environment))
+        except ValueError as exc:  # saved around the admin's check: not started with an environment it cannot read
+            log.warning("MCP upstream %s is not started: its environment: %s", row, exc)
+            continue
+        specs.append(UpstreamSpec(row.pk, row.name, row.command.strip(), row.url.strip(), environment))
+    return specs
 
 
 def tool_declare(*, tool: UpstreamTool) -> None:
@@ -135,9 +146,10 @@ def catalog(*, gateway: Gateway) -> dict[str, Entry]:
     return entries
 
 
-def request_key(*, gateway: str, client: str, tool: str, arguments: dict, key: str = "") -> str:
-    """The same request from the same client (and the client's own key, when it sends one) gives the same key."""
-    body = canonical_json({"gateway": gateway, "client": client, "tool": tool, "arguments": arguments, "key": key})
+def request_key(*, gateway: str, tool: str, arguments: dict, key: str = "") -> str:
+    """The same tool and arguments through the same gateway identity (and the client's own key, when it sends
+    one) give the same key, whatever the transport or client: one pending call, never two to approve."""
+    body = canonical_json({"gateway": gateway, "tool": tool, "arguments": arguments, "key": key})
     return hashlib.sha256(body.encode()).hexdigest()
 
 

@@ -12,6 +12,8 @@ import mcp.types as types
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from .models import KEPT_FROM_UPSTREAMS
+
 log = logging.getLogger(__name__)
 
 
@@ -21,13 +23,25 @@ class UpstreamSpec:
     name: str
     command: str
     url: str
+    environment: tuple[tuple[str, str | None], ...] = ()  # (NAME, value), or (NAME, None): the gateway's own
+
+
+def upstream_environment(spec: UpstreamSpec) -> dict[str, str]:
+    """What the entry names, and PATH: a third-party server never sees ReviewHub's key, database or broker.
+    (The SDK adds its own few harmless defaults: HOME, LOGNAME, SHELL, TERM, USER.)"""
+    env = {"PATH": os.environ.get("PATH", os.defpath)}
+    for name, value in spec.environment:
+        if value is not None:
+            env[name] = value
+        elif name not in KEPT_FROM_UPSTREAMS and name in os.environ:
+            env[name] = os.environ[name]
+    return env
 
 
 def client_for(spec: UpstreamSpec) -> Client:
     if spec.command:
         command, *args = shlex.split(spec.command)
-        # The upstream inherits the gateway's environment (its database path, its own credentials).
-        return Client(StdioServerParameters(command=command, args=args, env=dict(os.environ)))
+        return Client(StdioServerParameters(command=command, args=args, env=upstream_environment(spec)))
     return Client(spec.url)
 
 

@@ -3,16 +3,15 @@
 from django import forms
 from django.contrib import admin, messages
 
-from approvals.access import may_act
+from approvals import access
 from approvals.admin_filters import RefuseUnstorableQuery
-from approvals.auditors import AuditorsOnlyLook
 
 from . import services, targets
 from .models import AgentToken, DeclaredTool, RemoteAgent, Webhook, WebhookDelivery
 from .tokens import token_revoke
 
 
-class ReadOnly(RefuseUnstorableQuery, AuditorsOnlyLook, admin.ModelAdmin):
+class ReadOnly(RefuseUnstorableQuery, admin.ModelAdmin):
     def has_add_permission(self, request, *args):
         return False
 
@@ -36,7 +35,10 @@ class AgentTokenAdmin(ReadOnly):
     fields = ["prefix", "agent", "created_at", "last_used_at", "revoked_at"]
     actions = ["revoke"]
 
-    @admin.action(description="Revoke the selected tokens", permissions=["delete"])
+    def has_revoke_permission(self, request):
+        return access.can_revoke_tokens(request.user)
+
+    @admin.action(description="Revoke the selected tokens", permissions=["revoke"])
     def revoke(self, request, queryset):
         for token in queryset:
             token_revoke(token=token)
@@ -66,7 +68,7 @@ class WebhookForm(forms.ModelForm):
 
 
 @admin.register(Webhook)
-class WebhookAdmin(RefuseUnstorableQuery, AuditorsOnlyLook, admin.ModelAdmin):
+class WebhookAdmin(RefuseUnstorableQuery, admin.ModelAdmin):
     form = WebhookForm
     list_display = ["url", "agent", "active", "created_at"]
     list_filter = ["agent", "active"]
@@ -90,7 +92,7 @@ class WebhookDeliveryAdmin(ReadOnly):
     actions = ["redeliver"]
 
     def has_redeliver_permission(self, request):
-        return may_act(request.user)[0] and request.user.has_perm("remote.change_webhookdelivery")
+        return access.can_redeliver_webhooks(request.user)
 
     @admin.action(description="Redeliver the selected deliveries", permissions=["redeliver"])
     def redeliver(self, request, queryset):

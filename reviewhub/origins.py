@@ -1,5 +1,8 @@
 """Sockets are opened only by pages of this site: the Origin header must be the
-site's own scheme, host and port, as Django's CSRF check asks of a POST.
+site's own scheme, host and port, as Django's CSRF check asks of a POST. The
+ASGI entry points Django does not serve (the MCP gateway at /mcp/) ask here too:
+a Host outside ALLOWED_HOSTS is refused as Django refuses it, and an Origin, when a
+browser sends one, must be the site's own or a trusted one (DNS rebinding).
 
 A socket opened on Host h with scheme ws (or wss) is accepted from the origin
 http://h (or https://h), when h is one of ALLOWED_HOSTS, and from any origin in
@@ -31,19 +34,32 @@ def _origin(url: str) -> tuple[str, str, int] | None:
     return parts.scheme, parts.hostname, port
 
 
+def _headers(scope, name: bytes) -> list[str]:
+    return [value.decode("latin1") for key, value in scope.get("headers", []) if key == name]
+
+
 def _header(scope, name: bytes) -> str:
-    values = [value for key, value in scope.get("headers", []) if key == name]
-    return values[0].decode("latin1") if len(values) == 1 else ""
+    values = _headers(scope, name)
+    return values[0] if len(values) == 1 else ""
+
+
+def allowed_hosts() -> list[str]:
+    """ALLOWED_HOSTS as Django reads it (with DEBUG and none set: the local names)."""
+    return settings.ALLOWED_HOSTS or ([".localhost", "127.0.0.1", "[::1]"] if settings.DEBUG else [])
+
+
+def host_allowed(scope) -> bool:
+    """Whether the request's Host is one this site serves, by Django's rules (ALLOWED_HOSTS)."""
+    domain, _ = split_domain_port(_header(scope, b"host"))
+    return bool(domain) and validate_host(domain, allowed_hosts())
 
 
 def _served_origin(scope) -> tuple[str, str, int] | None:
     """The origin of the page that may open this socket: its Host, if the site serves that host."""
-    host = _header(scope, b"host")
-    domain, _ = split_domain_port(host)
-    allowed_hosts = settings.ALLOWED_HOSTS or ([".localhost", "127.0.0.1", "[::1]"] if settings.DEBUG else [])
-    if not domain or not validate_host(domain, allowed_hosts):
+    if not host_allowed(scope):
         return None
-    return _origin(f"{WEB_SCHEME.get(scope.get('scheme', 'ws'), '')}://{host}")
+    scheme = scope.get("scheme", "ws")
+    return _origin(f"{WEB_SCHEME.get(scheme, scheme)}://{_header(scope, b'host')}")
 
 
 def _trusted(origin: str) -> bool:
@@ -63,6 +79,12 @@ def origin_allowed(scope) -> bool:
     if not _origin(origin):
         return False
     return _origin(origin) == _served_origin(scope) or _trusted(origin)
+
+
+def http_origin_allowed(scope) -> bool:
+    """An HTTP request: without an Origin (not sent from a browser's page), or from this site or a trusted one."""
+    origins = _headers(scope, b"origin")
+    return not origins or (len(origins) == 1 and origin_allowed(scope))
 
 
 class SameOriginValidator:

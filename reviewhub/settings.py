@@ -103,7 +103,7 @@ SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 
 INSTALLED_APPS = [
     "daphne",
-    "django.contrib.admin",
+    "approvals.admin_site.AdminConfig",  # django.contrib.admin, whose every ModelAdmin asks approvals/access.py
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -42,7 +42,9 @@ def shop_gateway(name: str, *, command: str = "", url: str = "", answer_after: i
     gateway.answer_after_seconds = answer_after
     gateway.save()
     command = command or f"{shlex.quote(sys.executable)} {shlex.quote(str(SHOP_SERVER))}"
-    upstream = Upstream.objects.create(gateway=gateway, name="shop", command="" if url else command, url=url)
+    upstream = Upstream.objects.create(
+        gateway=gateway, name="shop", command="" if url else command, url=url, environment="SHOP_DB"
+    )
     UpstreamTool.objects.create(upstream=upstream, name="close_account", setting=UpstreamTool.Setting.FORBIDDEN)
     UpstreamTool.objects.create(
         upstream=upstream, name="refund", description_template=REFUND_TEMPLATE, facts_tool="get_balance"
@@ -104,7 +106,7 @@ class McpClient:
     def call_tool(self, name: str, arguments: dict, timeout: float = 60):
         return self.run(self.client.call_tool(name, arguments, progress_callback=self._heard), timeout)
 
-    def call_tool_later(self, name: str, arguments: dict, heard: list | None = None):
+    def call_tool_later(self, name: str, arguments: dict, heard: list | None = None, meta: dict | None = None):
         """A call that goes on while the test reviews it: a concurrent.futures.Future of its result. `heard`, when
         given, collects this call's own progress messages (the gateway is waiting on it once there is one)."""
 
@@ -114,7 +116,7 @@ class McpClient:
                 heard.append(message or "")
 
         return asyncio.run_coroutine_threadsafe(
-            self.client.call_tool(name, arguments, progress_callback=collect), self.loop
+            self.client.call_tool(name, arguments, progress_callback=collect, meta=meta), self.loop
         )
 
     async def _heard(self, progress, total, message) -> None:

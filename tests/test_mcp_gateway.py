@@ -1,6 +1,7 @@
 """The MCP gateway over stdio, driven by the SDK's own client: `manage.py mcp_gateway NAME` in front of the example
 shop (examples/mcp_shop_server.py), its refunds reviewed in ReviewHub's queue and executed once."""
 
+import getpass
 import os
 import signal
 import sys
@@ -84,6 +85,23 @@ def test_a_waiting_call_shows_reviewers_the_template_the_upstreams_facts_and_who
     assert call.agent_facts["get_balance"] == "Order A-1001: total $49.00, refundable $49.00."
     assert call.agent_facts["client"].startswith("mcp")
     assert "through the MCP gateway shopgw" in call.message.content
+
+
+def test_the_card_names_the_user_the_client_reports_and_never_the_gateways_os_user(stdio, reviewer):
+    with McpClient(stdio) as mcp:
+        reported = mcp.call_tool_later("refund", REFUND, meta={"reviewhub/user": "dana@support.example"})
+        first = pending_call()
+        decide(first, reviewer, "reject", reason="not now")
+        reported.result(60)
+        unsaid = mcp.call_tool_later("refund", REFUND | {"amount": 5})
+        second = pending_call()
+        decide(second, reviewer, "reject", reason="not now")
+        unsaid.result(60)
+
+    assert first.agent_facts["user"] == "dana@support.example"
+    assert "(user: dana@support.example)" in first.message.content
+    assert second.agent_facts["user"] == "not said by the client"
+    assert getpass.getuser() not in (second.agent_facts["user"], second.message.content)
 
 
 def test_the_client_hears_progress_while_its_call_waits(stdio, reviewer):

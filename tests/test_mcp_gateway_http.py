@@ -2,16 +2,18 @@
 shop served over streamable HTTP too; a reviewer edits the refund through the call panel's HTTP form."""
 
 import json
+import sys
 
 import httpx
 import pytest
+from mcp.client.stdio import StdioServerParameters
 
 from approvals.models import ToolCall
 from remote import services as remote_services
 from remote.tokens import token_create
 
-from .mcpgateway import SHOP_SERVER, McpClient, gateway_env, http_transport, refunds, shop_gateway
-from .reviewing import post
+from .mcpgateway import ROOT, SHOP_SERVER, McpClient, gateway_env, http_transport, refunds, shop_gateway
+from .reviewing import decide, post
 from .stack import Processes, free_port, wait_for_http
 from .test_mcp_gateway import REFUND, pending_call
 from .waiting import wait_for
@@ -85,3 +87,50 @@ def test_over_http_a_refund_and_its_retry_wait_on_one_call_edited_in_the_reviewe
             "A reviewer changed the arguments before this ran: amount: 490 → 49.",
             "Refunded $49.00 on order A-1001.",
         ]
+
+
+def _initialize(url: str, token: str, **headers) -> httpx.Response:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"} | headers
+    return httpx.post(url, json=body, headers=headers)
+
+
+def test_over_http_a_foreign_host_or_origin_is_refused_before_any_mcp_code_and_a_proper_request_initializes(served):
+    url, token = served
+    port = url.split(":")[2].split("/")[0]
+
+    rebound = _initialize(url, token, Host="evil.example.com", Origin="http://evil.example.com")
+    foreign_origin = _initialize(url, token, Origin="http://evil.example.com")
+    other_port = _initialize(url, token, Origin="http://127.0.0.1:1")
+    own_origin = _initialize(url, token, Origin=f"http://127.0.0.1:{port}")
+    no_origin = _initialize(url, token)
+
+    assert rebound.status_code == 400
+    assert foreign_origin.status_code == other_port.status_code == 403
+    assert own_origin.status_code == no_origin.status_code == 200
+    assert "serverInfo" in own_origin.text and "reviewhub-shophttp" in no_origin.text
+
+
+def test_the_same_call_over_stdio_and_http_is_one_pending_call_and_runs_once(served, tmp_path, reviewer):
+    url, token = served
+    stdio = StdioServerParameters(
+        command=sys.executable, args=["manage.py", "mcp_gateway", "shophttp"], env=gateway_env(tmp_path), cwd=str(ROOT)
+    )
+    heard_http, heard_stdio = [], []
+    with McpClient(http_transport(url, token)) as over_http, McpClient(stdio) as over_stdio:
+        by_http = over_http.call_tool_later("refund", REFUND, heard_http)
+        call = pending_call()
+        by_stdio = over_stdio.call_tool_later("refund", REFUND, heard_stdio)
+        assert wait_for(lambda: heard_stdio, timeout=30)  # the stdio gateway is waiting on a call
+        assert ToolCall.objects.count() == 1
+        decide(call, reviewer, "approve")
+        results = [by_http.result(60), by_stdio.result(60)]
+
+    assert ToolCall.objects.count() == 1
+    assert refunds(tmp_path) == [("A-1001", 490.0)]
+    assert [result.is_error for result in results] == [False, False]

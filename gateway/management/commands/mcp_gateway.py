@@ -1,11 +1,12 @@
 """python manage.py mcp_gateway NAME: the MCP gateway NAME over stdio (an MCP client starts it as its server)."""
 
 import anyio
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 from mcp.server.stdio import stdio_server
 
 from gateway.models import Gateway
 from gateway.server import gateway_server
+from gateway.standalone import explain
 
 
 class Command(BaseCommand):
@@ -13,10 +14,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("name")
+        parser.add_argument(
+            "--env-file", default="", help="A file of NAME=value lines with the settings (read by manage.py)."
+        )
 
     def handle(self, *args, name, **options):
         if not Gateway.objects.filter(agent__name=name).exists():
-            raise CommandError(f"There is no MCP gateway named {name!r}; add one in the admin (MCP gateway).")
+            explain(f"There is no MCP gateway named {name!r}; add one in the admin (MCP gateway).")
         anyio.run(self._serve, name)
 
     async def _serve(self, name: str) -> None:
