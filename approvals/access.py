@@ -74,7 +74,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.db.models import Exists, OuterRef, Q
 
-from .models import Run, ToolCall, ToolSetting
+from . import policy_snapshot
+from .models import Run, ToolCall
 from .tools import registry
 
 REVIEW_PERMISSION = "approvals.review_toolcall"
@@ -216,7 +217,7 @@ def can_decide_in_chat(user, call: ToolCall) -> tuple[bool, str]:
 
 def _undo_group(call: ToolCall) -> Group | None:
     """Who may undo a call: the group that reviewed it or, if it ran without review, the tool's group."""
-    return call.review_group if call.review_group_id else ToolSetting.for_tool(call.tool_name).group
+    return call.review_group if call.review_group_id else policy_snapshot.tool_setting(call.tool_name).group
 
 
 def can_undo(user, call: ToolCall) -> tuple[bool, str]:

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from decimal import Decimal, InvalidOperation
 
 from . import policy_snapshot
-from .models import PolicyRule, Tier, ToolSetting
+from .models import PolicyRule, Tier
 from .tools import Tool
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,10 @@ def rule_matches(rule: PolicyRule, arguments: dict) -> bool:
 
 
 def _review(reason: str, rule: PolicyRule | None, tool_name: str) -> PolicyOutcome:
-    group = rule.group if rule is not None and rule.group_id else ToolSetting.for_tool(tool_name, fresh=False).group
+    if rule is not None and rule.group_id:
+        group = rule.group
+    else:
+        group = policy_snapshot.tool_setting(tool_name, fresh=False).group
     return PolicyOutcome(
         REVIEW,
         reason,
@@ -118,7 +121,7 @@ def _evaluate(tool: Tool, arguments: dict, rules: list[PolicyRule] | None) -> Po
 
 def _tool_group(tool: Tool) -> tuple[int | None, str]:
     try:
-        group = ToolSetting.for_tool(tool.name).group
+        group = policy_snapshot.tool_setting(tool.name).group
     except Exception:
         return None, ""
     return (group.pk, group.name) if group else (None, "")

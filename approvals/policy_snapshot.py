@@ -75,3 +75,11 @@ def read_last() -> Snapshot:
 def changed(**kwargs) -> None:
     """A rule, a setting or a group changed: a new stamp, in the transaction that changed it."""
     PolicyStamp.objects.update_or_create(pk=1, defaults={"stamp": uuid.uuid4().hex})
+
+
+def tool_setting(tool_name: str, *, fresh: bool = True) -> ToolSetting:
+    """The stored setting, or the defaults (any reviewer, the site's time limit, reject); shared, read-only:
+    from this process's snapshot, which a change replaces. Not `fresh`: as this thread read it a moment ago
+    (policy evaluating a call, after reading its rules)."""
+    snapshot = current() if fresh else read_last()
+    return snapshot.settings.get(tool_name) or ToolSetting(tool_name=tool_name)

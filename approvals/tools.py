@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from . import storable
-from .models import Tier
 from .text import key_text
+from .tiers import Tier
 
 # What a reviewer may do with a call: approve it, edit and approve it, reject it with a reason, or
 # reject it and tell the agent what to do instead. A tool may offer fewer (a remote agent declares which).
@@ -310,3 +310,12 @@ class Registry:
 
 
 registry = Registry()
+
+
+def offered_decisions(call) -> tuple[str, ...]:
+    """The decisions reviewers are offered on a call: all four for ReviewHub's own tools, those a remote agent's
+    tool declares for its calls (a call whose tool is gone: reject only)."""
+    if not call.run.is_remote:
+        return DECISIONS
+    tool = registry.for_call(call)
+    return tool.decisions if tool is not None else ("reject",)

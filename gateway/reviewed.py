@@ -20,7 +20,7 @@ from remote.errors import ApiError
 from remote.waiting import Waiter
 
 from . import services
-from .server import Runtime, db
+from .runtime import Runtime, db
 from .upstreams import error_result, text_of
 
 DONE = (ToolCall.Status.EXECUTED, ToolCall.Status.FAILED)

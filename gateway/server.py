@@ -4,59 +4,17 @@ tools/list answers the upstreams' tools as the admin set them (forbidden ones ne
 read-only tool straight through to its upstream, and any other as a reviewed call (gateway/reviewed.py).
 """
 
-import time
-import uuid
 from contextlib import asynccontextmanager
-from functools import wraps
 
 import mcp.types as types
-from asgiref.sync import sync_to_async
-from django.conf import settings
-from django.db import close_old_connections
 from mcp.server import Server
 
 from approvals.models import Tier
 
 from . import services
+from .reviewed import call_reviewed
+from .runtime import Runtime, db
 from .upstreams import Upstreams, error_result
-
-
-def _fresh(fn):
-    @wraps(fn)
-    def call(**kwargs):
-        close_old_connections()  # a gateway lives for days: never use a connection the database dropped
-        return fn(**kwargs)
-
-    return call
-
-
-async def db(fn, **kwargs):
-    """Run an ORM function of ours from the event loop."""
-    return await sync_to_async(_fresh(fn))(**kwargs)
-
-
-class Runtime:
-    """One gateway in one process: its upstream connections and the tools it lists (re-read every few seconds)."""
-
-    def __init__(self, gateway, upstreams: Upstreams):
-        self.gateway = gateway
-        self.upstreams = upstreams
-        self._catalog: dict[str, services.Entry] = {}
-        self._loaded = float("-inf")
-        self.started = uuid.uuid4().hex[:12]  # names the thread of a client without a session of its own (stdio)
-
-    async def sync(self) -> None:
-        """Store what the upstreams list now, declared for the gateway's agent."""
-        listings = await self.upstreams.listings()
-        await db(services.tools_sync, gateway=self.gateway, listings=listings)
-        self._loaded = float("-inf")
-
-    async def catalog(self, *, fresh: bool = False) -> dict[str, services.Entry]:
-        if fresh or time.monotonic() - self._loaded > settings.REVIEWHUB_MCP_CATALOG_SECONDS:
-            self.gateway = await db(services.gateway_get, name=self.gateway.name)  # its settings as the admin has them
-            self._catalog = await db(services.catalog, gateway=self.gateway)
-            self._loaded = time.monotonic()
-        return self._catalog
 
 
 def _mcp_tool(entry: services.Entry) -> types.Tool:
@@ -72,8 +30,6 @@ async def _list_tools(ctx, params) -> types.ListToolsResult:
 
 
 async def _call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-    from .reviewed import call_reviewed
-
     runtime: Runtime = ctx.lifespan_context
     entry = (await runtime.catalog()).get(params.name)
     if entry is None:

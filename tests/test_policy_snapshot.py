@@ -63,9 +63,9 @@ def test_a_change_committed_elsewhere_is_seen_here():
 @pytest.mark.django_db(transaction=True)
 def test_a_tool_setting_and_a_group_renamed_elsewhere_are_seen_here():
     group = Group.objects.create(name="finance")
-    assert ToolSetting.for_tool("issue_refund").group is None
+    assert policy_snapshot.tool_setting("issue_refund").group is None
     in_another_thread(lambda: ToolSetting.objects.create(tool_name="issue_refund", group=group))
-    assert ToolSetting.for_tool("issue_refund").group.name == "finance"
+    assert policy_snapshot.tool_setting("issue_refund").group.name == "finance"
 
     def rename():
         renamed = Group.objects.get(pk=group.pk)

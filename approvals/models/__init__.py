@@ -5,10 +5,11 @@ OpenAI chat format because that is the lingua franca of agents, not because
 approvals/ calls a model.
 """
 
+from ..tiers import Tier
 from .audit import GENESIS_HASH, GLOBAL_CHAIN, HASHED_FIELDS, AuditEvent, AuditHead
 from .calls import Decision, ToolCall
 from .policy import PolicyRule, PolicyStamp, ShadowResult, ToolSetting
-from .runs import Message, Run, Tier
+from .runs import Message, Run
 from .turns import TurnRule, TurnShadow
 
 __all__ = [

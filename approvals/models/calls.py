@@ -7,11 +7,11 @@ from django.contrib.auth.models import Group
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
-from django.utils.functional import cached_property
 
 from ..hashing import args_hash
 from ..text import arguments_diff, pretty_json, visible
-from .runs import Message, Run, Tier
+from ..tiers import Tier
+from .runs import Message, Run
 
 
 def facts_warning(facts: dict | None) -> str:
@@ -202,17 +202,6 @@ class ToolCall(models.Model):
             {"key": key, "value": value, "changed": key in changed, "before": (changed.get(key) or {}).get("before")}
             for key, value in (self.facts or {}).items()
         ]
-
-    @cached_property
-    def offered_decisions(self) -> tuple[str, ...]:
-        """The decisions reviewers are offered: all four for ReviewHub's own tools, those a remote agent's
-        tool declares for its calls (a call whose tool is gone: reject only)."""
-        from ..tools import DECISIONS, registry
-
-        if not self.run.is_remote:
-            return DECISIONS
-        tool = registry.for_call(self)
-        return tool.decisions if tool is not None else ("reject",)
 
     @property
     def current_reviewer(self):

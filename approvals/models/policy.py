@@ -132,16 +132,6 @@ class ToolSetting(models.Model):
         if self.on_expiry == self.OnExpiry.ESCALATE and not self.escalate_to_id:
             raise ValidationError({"escalate_to": "Name the group that overdue calls go to."})
 
-    @classmethod
-    def for_tool(cls, tool_name: str, *, fresh: bool = True) -> "ToolSetting":
-        """The stored setting, or the defaults (any reviewer, the site's time limit, reject); shared, read-only:
-        from this process's snapshot of policy (approvals/policy_snapshot.py), which a change replaces.
-        Not `fresh`: as this thread read it a moment ago (policy evaluating a call, after reading its rules)."""
-        from .. import policy_snapshot
-
-        snapshot = policy_snapshot.current() if fresh else policy_snapshot.read_last()
-        return snapshot.settings.get(tool_name) or cls(tool_name=tool_name)
-
     def timeout(self) -> timedelta:
         if self.timeout_minutes:
             return timedelta(minutes=self.timeout_minutes)

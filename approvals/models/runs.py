@@ -7,13 +7,6 @@ from django.db import models
 from django.db.models import Q
 
 
-class Tier(models.TextChoices):
-    READ_ONLY = "read_only", "Read-only"
-    REVERSIBLE = "reversible", "Reversible"
-    APPROVAL = "approval", "Approval required"
-    FORBIDDEN = "forbidden", "Forbidden"
-
-
 class Run(models.Model):
     class Status(models.TextChoices):
         QUEUED = "queued"

@@ -9,7 +9,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from .. import audit, live
+from .. import audit, live, policy_snapshot
 from ..access import reviewers_for
 from ..models import Decision, ToolCall, ToolSetting
 from ..text import duration_text
@@ -114,7 +114,7 @@ def toolcall_expire(*, call_id: int, reason: str = "", now: datetime | None = No
         if now is not None and (call.expires_at is None or call.expires_at > now):
             return None
         now = now or timezone.now()
-        setting = ToolSetting.for_tool(call.tool_name)
+        setting = policy_snapshot.tool_setting(call.tool_name)
         if call.kind == ToolCall.Kind.TURN:  # fails closed: the run stops, for a person to Retry
             return turn_expire(call=call, reason=reason or f"no decision within {duration_text(setting.timeout())}")
         if setting.escalates and call.escalated_at is None:

@@ -9,9 +9,9 @@ from django.db import transaction
 from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 
-from .. import audit, live, policy
+from .. import audit, live, policy, policy_snapshot
 from ..hashing import args_hash
-from ..models import Decision, ToolCall, ToolSetting
+from ..models import Decision, ToolCall
 from ..text import edit_summary
 from ..tools import ArgumentsInvalid, Ask, Tool, ToolContext, registry
 from .deadlines import set_deadline
@@ -93,7 +93,7 @@ def _facts_still_hold(call: ToolCall, tool: Tool, args) -> Return | None:
 
 
 def _returned_fields(call: ToolCall, back: Return) -> dict:
-    set_deadline(call=call, setting=ToolSetting.for_tool(call.tool_name), now=timezone.now())
+    set_deadline(call=call, setting=policy_snapshot.tool_setting(call.tool_name), now=timezone.now())
     fields = {
         "status": ToolCall.Status.PENDING,
         "claimed_at": None,

@@ -10,9 +10,9 @@ from dataclasses import dataclass, replace
 
 from django.utils import timezone
 
-from .. import policy, revisions, storable
+from .. import policy, policy_snapshot, revisions, storable
 from ..hashing import args_hash
-from ..models import AuditEvent, Message, Run, Tier, ToolCall, ToolSetting
+from ..models import AuditEvent, Message, Run, Tier, ToolCall
 from ..tools import CHECKPOINT, ArgumentsInvalid, Ask, Tool, ToolContext, registry
 from .deadlines import set_deadline
 from .questions import question_from_gate
@@ -139,7 +139,7 @@ def _gate(run: Run, reasoning: str, proposed: ProposedCall, problem: str, rules:
     call.required_approvals = outcome.required_approvals
     call.review_group_id = outcome.group_id
     # The setting from the snapshot the step's rules came from (read again if that was over a second ago).
-    set_deadline(call=call, setting=ToolSetting.for_tool(tool.name, fresh=False), now=timezone.now())
+    set_deadline(call=call, setting=policy_snapshot.tool_setting(tool.name, fresh=False), now=timezone.now())
     extra = {"arguments_hash": call.arguments_hash, "reasoning": call.reasoning, "expires_at": call.expires_at}
     extra |= revisions.link_revision(call)  # the same tool again after a reviewer sent it back: its next round
     return _proposal(call, tool, args, rules, ToolCall.Status.PENDING, AuditEvent.Kind.PROPOSED, **extra)

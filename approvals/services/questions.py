@@ -12,9 +12,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from .. import audit, live, revisions
+from .. import audit, live, policy_snapshot, revisions
 from ..hashing import args_hash
-from ..models import AuditEvent, Decision, ToolCall, ToolSetting
+from ..models import AuditEvent, Decision, ToolCall
 from ..questions import AnswerInvalid, question_problem, validated_answer
 from ..text import edit_summary
 from ..tools import ArgumentsInvalid, Ask, answer_json, registry
@@ -43,7 +43,7 @@ def _pend(call: ToolCall, ask: Ask) -> str:
         return f"Error: {call.tool_name} asked a question nobody can answer: {problem}."
     call.kind, call.question, call.status = ToolCall.Kind.QUESTION, question, ToolCall.Status.PENDING
     call.required_approvals = 1
-    set_deadline(call=call, setting=ToolSetting.for_tool(call.tool_name), now=timezone.now())
+    set_deadline(call=call, setting=policy_snapshot.tool_setting(call.tool_name), now=timezone.now())
     return ""
 
 

@@ -13,9 +13,9 @@ gets a tool output row. What happens when nobody decides in time: turn_decisions
 from django.db import transaction
 from django.utils import timezone
 
-from .. import audit, live, turns
+from .. import audit, live, policy_snapshot, turns
 from ..hashing import args_hash, canonical_json
-from ..models import AuditEvent, Decision, Message, Run, ToolCall, ToolSetting, TurnRule, TurnShadow
+from ..models import AuditEvent, Decision, Message, Run, ToolCall, TurnRule, TurnShadow
 from .deadlines import set_deadline
 from .runs import run_fail
 from .transcript import run_lock
@@ -95,7 +95,7 @@ def _store_pending(run: Run, step: int, sha256: str, message: Message, rule: Tur
         review_group=rule.group if rule else None,
         **fields,
     )
-    set_deadline(call=call, setting=ToolSetting.for_tool(TURN_TOOL), now=now)
+    set_deadline(call=call, setting=policy_snapshot.tool_setting(TURN_TOOL), now=now)
     call.save()
     payload = {"tool": TURN_TOOL, "arguments": arguments, "arguments_hash": call.arguments_hash}
     payload |= {"description": call.description, "rule": rule.name if rule else "", "expires_at": call.expires_at}

@@ -5,7 +5,7 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from approvals import access, text, triage
+from approvals import access, text, tools, triage
 from approvals.text import duration_text
 
 register = template.Library()
@@ -87,3 +87,9 @@ def label(key) -> str:
 def row_refusal(call, user) -> str:
     """What the queue row says when this viewer may not decide the call (access.row_refusal)."""
     return access.row_refusal(user, call)
+
+
+@register.simple_tag
+def offered_decisions(call) -> tuple[str, ...]:
+    """{% offered_decisions call as offered %}: the decisions the call's tool offers (approvals/tools.py)."""
+    return tools.offered_decisions(call)
