@@ -4,7 +4,7 @@ and adapters for LangGraph (`for_langgraph`), the OpenAI Agents SDK (`for_openai
 
 from .aio import AsyncReviewHub
 from .client import Execution, ReviewHub
-from .errors import ApiError, NotApproved, ReviewHubError, ToolFailed, WebhookInvalid
+from .errors import ApiError, NotApproved, OutcomeUnknown, ReviewHubError, ToolFailed, WebhookInvalid
 from .gate import Gate
 from .models import Call, Change, Claim, Decision, Result, Tool, Webhook, WebhookEvent
 from .store import Store
@@ -20,6 +20,7 @@ __all__ = [
     "Execution",
     "Gate",
     "NotApproved",
+    "OutcomeUnknown",
     "Result",
     "ReviewHub",
     "ReviewHubError",
