@@ -6,6 +6,7 @@ from .aio import AsyncReviewHub
 from .client import Execution, ReviewHub
 from .errors import ApiError, NotApproved, OutcomeUnknown, ReviewHubError, ToolFailed, WebhookInvalid
 from .gate import Gate
+from .lease import execution_key
 from .models import Call, Change, Claim, Decision, Result, Tool, Webhook, WebhookEvent
 from .store import Store
 from .webhooks import verify_webhook
@@ -30,5 +31,6 @@ __all__ = [
     "Webhook",
     "WebhookEvent",
     "WebhookInvalid",
+    "execution_key",
     "verify_webhook",
 ]

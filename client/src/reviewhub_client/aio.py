@@ -11,7 +11,7 @@ import httpx2 as httpx
 from . import _api
 from .client import Execution, approved_arguments, approved_key, recorded
 from .errors import ApiError, ReviewHubError
-from .lease import AsyncRenewer, is_unknown, refuse_unknown, unknown_from
+from .lease import AsyncRenewer, is_unknown, refuse_unknown, running_with, unknown_from
 from .models import DONE, Call, Claim, Tier, Tool, Webhook
 
 
@@ -122,8 +122,9 @@ class AsyncReviewHub:
         call_id = claim.call.id
         async with AsyncRenewer(lambda: self.renew(call_id, key), claim.lease_seconds):
             try:
-                output = tool(**arguments)
-                output = str(await output if inspect.isawaitable(output) else output)
+                with running_with(key):
+                    output = tool(**arguments)
+                    output = str(await output if inspect.isawaitable(output) else output)
             except Exception as exc:
                 failed = f"{type(exc).__name__}: {exc}"
                 await self._guarded(call_id, self.report(call_id, key, ok=False, output=failed))

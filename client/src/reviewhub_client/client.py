@@ -9,7 +9,7 @@ import httpx2 as httpx
 
 from . import _api
 from .errors import ApiError, NotApproved, ReviewHubError, ToolFailed
-from .lease import Renewer, is_unknown, refuse_unknown, unknown_from
+from .lease import Renewer, is_unknown, refuse_unknown, running_with, unknown_from
 from .models import DONE, Call, Claim, Tier, Tool, Webhook
 
 
@@ -171,7 +171,8 @@ class ReviewHub:
         call_id = claim.call.id
         with Renewer(lambda: self.renew(call_id, key), claim.lease_seconds):
             try:
-                output = str(tool(**arguments))
+                with running_with(key):
+                    output = str(tool(**arguments))
             except Exception as exc:
                 self._report(call_id, key, ok=False, output=f"{type(exc).__name__}: {exc}")
                 raise

@@ -3,11 +3,29 @@ thread (or task) every third of it, so a long body keeps its claim and a dead pr
 
 import asyncio
 import contextlib
+import contextvars
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 
 from .errors import ApiError, OutcomeUnknown
 from .models import UNKNOWN, Call
+
+_KEY: contextvars.ContextVar[str] = contextvars.ContextVar("reviewhub_execution_key", default="")
+
+
+def execution_key() -> str:
+    """Inside a tool body run by `execute_once`: the call's execution key, the same on every run of that call.
+    Hand it to a payment or mail API as its idempotency key ("" outside a body)."""
+    return _KEY.get()
+
+
+@contextlib.contextmanager
+def running_with(key: str) -> Iterator[None]:
+    token = _KEY.set(key)
+    try:
+        yield
+    finally:
+        _KEY.reset(token)
 
 
 def is_unknown(exc: ApiError) -> bool:
