@@ -26,6 +26,8 @@ Acting (never an anonymous, inactive or auditor user)
   its agent account, settings.REVIEWHUB_DEMO_RUNS_AS).
 - decide or claim a call: a reviewer of the call's group who did not request its
   run, once per review round.
+- settle a call whose outcome is unknown (its claim lapsed without a report): the same
+  reviewers (can_settle).
 - decide from a chat message (Slack): the same, only for tools that allow it
   (Tool.chat_decisions), never for a call that needs several approvals, was escalated
   or carries a warning.
@@ -179,6 +181,17 @@ def can_decide(user, call: ToolCall) -> tuple[bool, str]:
         return False, f"Only members of the group “{call.review_group}” may decide this call."
     if call.is_pending and any(d.round == call.review_round and d.reviewer_id == user.pk for d in call.decisions.all()):
         return False, "You already approved this call; it needs the approval of another reviewer."
+    return True, ""
+
+
+def can_settle(user, call: ToolCall) -> tuple[bool, str]:
+    """Say what happened to a call whose outcome is unknown (it ran, run it now, fail the run): whoever may
+    decide calls of its group and did not request its run."""
+    allowed, why = _may_review(user, call.run, "settle")
+    if not allowed:
+        return False, why
+    if not in_group(user, call.review_group_id):
+        return False, f"Only members of the group “{call.review_group}” may settle this call."
     return True, ""
 
 

@@ -7,7 +7,7 @@ drift from the page, and approvals/fanout.py can render the panel once for all
 viewers with the same viewer_key().
 """
 
-from .access import can_decide
+from .access import can_decide, can_settle
 from .checkpoints import stage_calls
 from .models import Decision, ToolCall
 from .questions import answer_fields, payload_table
@@ -23,6 +23,7 @@ def panel_context(user, call: ToolCall, decision: Decision | None) -> dict:
         "can_decide": allowed and call.is_pending,
         "why_not": why,
         "decided_by_you": decision is not None and decision.reviewer_id == user.pk,
+        "can_settle": call.status == ToolCall.Status.OUTCOME_UNKNOWN and can_settle(user, call)[0],
         **question_context(call),
     }
     if call.kind == ToolCall.Kind.CHECKPOINT:  # the run's calls this viewer may read: part of viewer_key

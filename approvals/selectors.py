@@ -16,6 +16,8 @@ from .models import Decision, ToolCall
 from .tools import registry
 
 PENDING = Q(status=ToolCall.Status.PENDING)
+# The queue's list: calls waiting for review, and calls whose outcome a person must settle.
+WAITING = Q(status__in=(ToolCall.Status.PENDING, ToolCall.Status.OUTCOME_UNKNOWN))
 
 
 def pending_calls(user):
@@ -100,6 +102,8 @@ def _matches(user, wanted: "triage.QueueFilter") -> Q:
         q &= Q(review_group__isnull=True) if wanted.group == "-" else Q(review_group__name=wanted.group)
     if wanted.band:
         q &= Q(band=wanted.band)
+    if wanted.status:
+        q &= Q(status=wanted.status)
     if wanted.near:
         q &= Q(warn_at__lte=timezone.now())
     if wanted.mine:
@@ -114,6 +118,10 @@ def _pending_with_amount(user):
     return _visible_pending(user).annotate(amount=_amount())
 
 
+def _waiting_with_amount(user):
+    return access.visible_calls(user, ToolCall.objects.filter(WAITING)).annotate(amount=_amount())
+
+
 SORT_ORDER = {
     "oldest": ("created_at", "id"),
     "deadline": (F("expires_at").asc(nulls_last=True), "created_at", "id"),
@@ -123,7 +131,7 @@ SORT_ORDER = {
 
 def queue_rows(user, wanted: "triage.QueueFilter") -> list[ToolCall]:
     """One page of the triage list (one query): the columns a row shows, its key values set on each call."""
-    calls = _pending_with_amount(user)
+    calls = _waiting_with_amount(user)
     if wanted.band:
         calls = calls.annotate(band=_band(F("amount")))
     start = (wanted.page - 1) * triage.PAGE_SIZE
@@ -149,22 +157,23 @@ def queue_facets(user, wanted: "triage.QueueFilter") -> list[dict]:
     pending calls the filter keeps in all, counted to COUNT_CAP + 1.
 
     One query: the window is read in the queue's index order and stops after COUNT_CAP + 1 calls, and
-    `kept` stops after COUNT_CAP + 1 matches; the window's rows are grouped here, not in SQL."""
-    calls = _pending_with_amount(user)
+    `kept` stops after COUNT_CAP + 1 matches; the window's rows are grouped here, not in SQL. Calls whose
+    outcome is unknown are in the window too (the status filter)."""
+    calls = _waiting_with_amount(user)
     calls = calls.annotate(band=_band(F("amount"))) if wanted.band else calls
     keeps = _matches(user, wanted)
     window = calls.annotate(
         matched=Case(When(keeps, then=Value(1)), default=Value(0)) if keeps else Value(1),
         kept=_capped_count(calls.filter(keeps)),
     ).order_by("created_at", "id")
-    fields = ("tool_name", "tier", "run__agent", "review_group__name", "kind", "amount", "matched", "kept")
+    fields = ("tool_name", "tier", "run__agent", "review_group__name", "kind", "status", "amount", "matched", "kept")
     rows = list(window.values_list(*fields)[: triage.COUNT_CAP + 1])
     counts: dict[tuple, list[int]] = {}
     for *key, amount, matched, _ in rows:
         tally = counts.setdefault((*key, triage.band_of(amount)), [0, 0])
         tally[0], tally[1] = tally[0] + 1, tally[1] + matched
     kept = rows[0][-1] if rows else 0
-    names = ("tool_name", "tier", "run__agent", "review_group__name", "kind", "band")
+    names = ("tool_name", "tier", "run__agent", "review_group__name", "kind", "status", "band")
     return [
         dict(zip(names, key)) | {"total": total, "matched": hits, "kept": kept} for key, (total, hits) in counts.items()
     ]

@@ -108,6 +108,9 @@ class Tool:
     # Whether reviewers may approve or reject this tool's calls from a chat message (Slack's buttons).
     # Never for calls that need several approvals, whatever this says (access.can_decide_in_chat).
     chat_decisions: bool = False
+    # Running it twice with the same idempotency key does no harm: a lapsed claim is released to be taken again,
+    # instead of asking a person whether it ran.
+    idempotent: bool = False
     # How a person's answer to this tool's question reads as its output (default: the answer as JSON).
     answered: Callable[[BaseModel, Any], str] | None = None
     # CHECKPOINT: a named stage of an agent's work (agents.agents.Checkpoint), never offered to the model.

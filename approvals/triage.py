@@ -24,6 +24,8 @@ SORTS = {"oldest": "Oldest first", "deadline": "Deadline first", "amount": "Larg
 BANDS = [("under-50", 50, "under $50"), ("50-500", 500, "$50 to $500"), ("over-500", None, "over $500")]
 BAND_LABELS = {slug: label for slug, _, label in BANDS}
 GROUP_LIMIT = 100  # calls in one batch decision
+# Calls waiting for a person: for review, or to say what happened (a lapsed claim, services/outcomes.py).
+STATUSES = {"pending": "Waiting for review", "outcome_unknown": "Outcome unknown"}
 
 
 @dataclass(frozen=True)
@@ -38,16 +40,19 @@ class QueueFilter:
     sort: str = "oldest"
     page: int = 1
     band: str = ""
+    status: str = ""  # "" every call waiting for a person; "pending" for review; "outcome_unknown" to be settled
 
     @property
     def narrowed(self) -> bool:
         """Whether the list shows less than every pending call (a new call may not belong in it)."""
-        return bool(self.tool or self.tier or self.group or self.agent or self.mine or self.near or self.q or self.band)
+        return bool(
+            self.tool or self.tier or self.group or self.agent or self.mine or self.near or self.q or self.band
+        ) or bool(self.status)
 
     def query(self, **changes) -> str:
         """This filter as a query string, with changes (a new sort or page)."""
         values = replace(self, **changes)
-        pairs = {name: getattr(values, name) for name in ("tool", "tier", "group", "agent", "q", "band")}
+        pairs = {name: getattr(values, name) for name in ("tool", "tier", "group", "agent", "q", "band", "status")}
         pairs |= {"mine": "1" if values.mine else "", "near": "1" if values.near else ""}
         pairs |= {
             "sort": values.sort if values.sort != "oldest" else "",
@@ -69,7 +74,9 @@ def queue_filter(params: QueryDict) -> QueueFilter:
     tier = text("tier")
     sort = text("sort")
     band = text("band")
+    status = text("status")
     return QueueFilter(
+        status=status if status in STATUSES else "",
         tool=text("tool"),
         tier=tier if tier in Tier.values else "",
         group=text("group"),
@@ -135,7 +142,8 @@ def summarize(facets: list[dict], wanted: QueueFilter, *, full_page: bool = Fals
     more = matched > COUNT_CAP
     similar: dict[tuple, int] = {}
     for row in facets:
-        if row["matched"] and row["tool_name"] != TURN_TOOL and row.get("kind", "call") == "call":  # one by one
+        batchable = row.get("kind", "call") == "call" and row.get("status", "pending") == "pending"  # else one by one
+        if row["matched"] and row["tool_name"] != TURN_TOOL and batchable:
             key = (row["tool_name"], row["run__agent"], row["band"])
             similar[key] = similar.get(key, 0) + row["matched"]
     groups = [
@@ -152,6 +160,11 @@ def summarize(facets: list[dict], wanted: QueueFilter, *, full_page: bool = Fals
         "more": more,  # more pending calls match than were counted: "page 3 of 20+"
         "tools": sorted({row["tool_name"] for row in facets} | ({wanted.tool} if wanted.tool else set())),
         "tiers": [(value, label) for value, label in Tier.choices if any(r["tier"] == value for r in facets)],
+        "statuses": [
+            (value, label)
+            for value, label in STATUSES.items()
+            if value == wanted.status or any(r.get("status") == value for r in facets)
+        ],
         "agents": sorted({row["run__agent"] for row in facets} | ({wanted.agent} if wanted.agent else set())),
         "groups": sorted(
             {row["review_group__name"] for row in facets if row["review_group__name"]}

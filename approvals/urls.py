@@ -17,6 +17,7 @@ urlpatterns = [
     path("calls/<int:pk>/respond/", calls.call_respond, name="call_respond"),
     path("calls/<int:pk>/answer/", questions.call_answer, name="call_answer"),
     path("calls/<int:pk>/claim/", calls.call_claim, name="call_claim"),
+    path("calls/<int:pk>/settle/", calls.call_settle, name="call_settle"),
     path("calls/<int:pk>/release/", calls.call_release, name="call_release"),
     path("calls/<int:pk>/turn/", turns.turn_decide, name="turn_decide"),
     path("runs/<int:pk>/", runs.run_detail, name="run"),

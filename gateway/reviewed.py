@@ -30,6 +30,13 @@ ENDED = {
 }
 
 
+UNKNOWN = (
+    "The claim on this call (call {call}, {link}) lapsed before its result came back: nobody knows whether it ran, "
+    "so it is not run again. A reviewer settles it (it ran, run it now, or fail the run); call the same tool with "
+    "the same arguments again later for the outcome."
+)
+
+
 USER_META = "reviewhub/user"  # the person a client acts for, in a call's `_meta` or its initialize request's
 UNSAID = "not said by the client"
 
@@ -158,32 +165,58 @@ def _still_waiting(call: ToolCall) -> types.CallToolResult:
     )
 
 
+async def _renew_while(runtime: Runtime, call_id: int) -> None:
+    """Renew the claim every third of a lease while the upstream runs (cancelled when it answers)."""
+    every = max(0.2, settings.EXECUTION_LEASE_SECONDS / 3)
+    while True:
+        await asyncio.sleep(every)
+        try:
+            await db(services.call_renew, gateway=runtime.gateway, call_id=call_id)
+        except ApiError:
+            return  # lapsed: the sweep settles it (claimed again if idempotent, else outcome unknown)
+
+
 async def _run_upstream(runtime: Runtime, entry: services.Entry, call: ToolCall) -> None:
     """Call the upstream with the approved arguments and report what it said (a failure too: nothing is stuck)."""
+    renewing = asyncio.create_task(_renew_while(runtime, call.pk))
     try:
         result = await runtime.upstreams.call(entry.upstream, entry.name, call.approved_arguments)
     except Exception as exc:
         result = error_result(f"The server behind {entry.name} failed: {exc}")
+    finally:
+        renewing.cancel()
     dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
     ok, output = not result.is_error, text_of(result)
-    await db(services.call_finish, gateway=runtime.gateway, call_id=call.pk, result=dumped, ok=ok, output=output)
+    with contextlib.suppress(ApiError):  # lapsed meanwhile: the call's outcome is unknown, a reviewer settles it
+        await db(services.call_finish, gateway=runtime.gateway, call_id=call.pk, result=dumped, ok=ok, output=output)
 
 
-async def _execute(ctx, runtime: Runtime, entry: services.Entry, call: ToolCall, until: float):
-    """Exactly once: the caller that wins the claim calls the upstream; any other waits for its result."""
-    won = False
-    if call.status == ToolCall.Status.APPROVED:
-        try:
-            won = await db(services.call_claim, gateway=runtime.gateway, call_id=call.pk)
-        except ApiError:
-            won = False
+async def _claim_and_run(runtime: Runtime, entry: services.Entry, call: ToolCall) -> None:
+    try:
+        won = await db(services.call_claim, gateway=runtime.gateway, call_id=call.pk)
+    except ApiError:
+        won = False
     if won:
         with anyio.CancelScope(shield=True):  # a client that goes away mid-call must not leave it unreported
             await _run_upstream(runtime, entry, call)
-    call = await _wait(ctx, call.pk, until, (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING))
+    else:
+        await asyncio.sleep(0.2)  # another caller holds it, or is about to
+
+
+async def _execute(ctx, runtime: Runtime, entry: services.Entry, call: ToolCall, until: float):
+    """Exactly once: the caller that wins the claim calls the upstream; any other waits for its result (and claims
+    it again if the winner's lease lapsed on an idempotent tool)."""
+    while True:
+        if call.status == ToolCall.Status.APPROVED:
+            await _claim_and_run(runtime, entry, call)
+        call = await _wait(ctx, call.pk, until, (ToolCall.Status.EXECUTING,))
+        if call.status != ToolCall.Status.APPROVED or time.monotonic() >= until:
+            break
     if call.status in DONE:
         await db(services.call_answered, call_id=call.pk)
         return _executed(call)
+    if call.status == ToolCall.Status.OUTCOME_UNKNOWN:
+        return error_result(UNKNOWN.format(call=call.pk, link=services.call_link(call)))
     if call.status in (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING):
         return error_result(
             f"This call was approved and is being executed elsewhere (call {call.pk}, {services.call_link(call)}); "
@@ -201,7 +234,7 @@ async def call_reviewed(ctx, runtime: Runtime, entry: services.Entry, arguments:
     call = await _wait(ctx, opened.pk, until, (ToolCall.Status.PENDING,))
     if call.status == ToolCall.Status.PENDING:
         return _still_waiting(call)
-    if call.status in (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING, *DONE):
+    if call.status in (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING, ToolCall.Status.OUTCOME_UNKNOWN, *DONE):
         return await _execute(ctx, runtime, entry, call, until)
     await db(services.call_answered, call_id=call.pk)
     return await db(_refused, call=call)

@@ -185,6 +185,12 @@ def call_claim(*, gateway: Gateway, call_id: int) -> bool:
     return won
 
 
+def call_renew(*, gateway: Gateway, call_id: int) -> None:
+    """Renew the gateway's claim while the upstream runs; ApiError (409) once it lapsed."""
+    call = ToolCall.objects.get(pk=call_id)
+    remote_services.call_lease_renew(agent=gateway.agent, call_id=call_id, key=remote_services.execution_key(call))
+
+
 @transaction.atomic
 def call_finish(*, gateway: Gateway, call_id: int, result: dict, ok: bool, output: str) -> None:
     """Keep what the upstream answered (a retry gets the same) and report it to the trail."""

@@ -8,6 +8,7 @@ import contextlib
 import time
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db import connection
 from ninja import NinjaAPI, Path, Query, Swagger
 
@@ -126,7 +127,14 @@ def _call_out(request, call_id: int) -> dict:
 @api.post("/calls/{call_id}/claim", response={200: ClaimOut, **ERRORS}, summary="Claim the execution (one caller wins)")
 def call_claim(request, payload: ClaimIn, call_id: int = CALL_ID):
     won, call = services.call_claim(agent=request.agent, call_id=call_id, key=payload.execution_key)
-    return {"claimed": won, "call": call_json(_reread(request, call.pk), request)}
+    lease = settings.EXECUTION_LEASE_SECONDS
+    return {"claimed": won, "call": call_json(_reread(request, call.pk), request), "lease_seconds": lease}
+
+
+@api.post("/calls/{call_id}/lease", response={200: CallOut, **ERRORS}, summary="Renew the claim while the tool runs")
+def call_lease_renew(request, payload: ClaimIn, call_id: int = CALL_ID):
+    call = services.call_lease_renew(agent=request.agent, call_id=call_id, key=payload.execution_key)
+    return call_json(call, request)
 
 
 @api.post("/calls/{call_id}/result", response={200: CallOut, **ERRORS}, summary="Report what executing it did")

@@ -147,6 +147,7 @@ def adapter_for(tool: DeclaredTool) -> DeclaredToolAdapter:
         func=None,
         key_fields=tuple(tool.key_fields),
         decisions=tuple(tool.decisions),
+        idempotent=tool.idempotent,
         schema=tool.input_schema,
         template=tool.description_template,
     )

@@ -66,6 +66,8 @@ class DeclaredTool(models.Model):
     description_template = models.TextField(blank=True)
     decisions = models.JSONField(default=list)
     key_fields = models.JSONField(default=list)
+    # Running it twice with the same execution key does no harm: a lapsed claim may be taken again.
+    idempotent = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -93,6 +95,7 @@ class DeclaredTool(models.Model):
             "description_template": self.description_template,
             "decisions": list(self.decisions),
             "key_fields": list(self.key_fields),
+            "idempotent": self.idempotent,
         }
 
 

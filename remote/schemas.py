@@ -24,6 +24,7 @@ Status = Literal[
     "forbidden",
     "invalid",
     "undone",
+    "outcome_unknown",
 ]
 TEXT = 100_000
 
@@ -39,6 +40,7 @@ class ToolIn(In):
     description_template: str = Field("", max_length=2_000)
     decisions: list[DecisionName] = Field(default_factory=lambda: list(DECISIONS), min_length=1, max_length=4)
     key_fields: list[str] = Field(default_factory=list, max_length=20)
+    idempotent: bool = False
 
 
 class ToolOut(Schema):
@@ -50,6 +52,7 @@ class ToolOut(Schema):
     description_template: str
     decisions: list[DecisionName]
     key_fields: list[str]
+    idempotent: bool
     created_at: datetime
 
 
@@ -123,6 +126,7 @@ class CallOut(Schema):
     result: ResultOut | None
     created_at: datetime
     expires_at: datetime | None
+    lease_expires_at: datetime | None = None  # while executing: when the claim lapses unless renewed
     url: str
     question: dict[str, Any] | None = None  # what the call asks a person, if it asks
 
@@ -134,6 +138,7 @@ class ClaimIn(In):
 class ClaimOut(Schema):
     claimed: bool
     call: CallOut
+    lease_seconds: int  # the claim lapses this long after the claim or the last renewal (POST .../lease)
 
 
 class ResultIn(In):

@@ -41,8 +41,12 @@ def decision_json(call: ToolCall) -> dict | None:
 
 
 def result_json(call: ToolCall) -> dict | None:
+    """What the agent reported; for a call whose outcome was unknown, what the reviewer who settled it recorded."""
     remote = call.remote
     if remote.reported_at is None:
+        if call.status in (ToolCall.Status.EXECUTED, ToolCall.Status.FAILED) and call.output_recorded:
+            when = (call.executed_at or call.created_at).isoformat()
+            return {"ok": call.status == ToolCall.Status.EXECUTED, "output": call.output, "reported_at": when}
         return None
     return {"ok": remote.reported_ok, "output": remote.reported_output, "reported_at": remote.reported_at.isoformat()}
 
@@ -70,6 +74,7 @@ def call_json(call: ToolCall, request=None) -> dict:
         "result": result_json(call),
         "created_at": call.created_at.isoformat(),
         "expires_at": call.expires_at.isoformat() if call.expires_at else None,
+        "lease_expires_at": call.lease_expires_at.isoformat() if call.lease_expires_at else None,
         "url": call_url(call, request),
         "question": call.question if call.kind == ToolCall.Kind.QUESTION else None,
     }

@@ -239,14 +239,15 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "reviewhub")
 TURNS_QUEUE = env_str("CELERY_TURNS_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-turns")
 TOOLS_QUEUE = env_str("CELERY_TOOLS_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-tools")
-# Leases: a model turn or a tool execution whose worker went quiet this long is taken over
-# by the sweep. Each must be longer than the longest legitimate turn or tool run (README).
+# Leases: a model turn whose worker went quiet this long is taken over by the sweep (it must be
+# longer than the longest legitimate turn, README). A claim on a tool's execution holds for
+# EXECUTION_LEASE_SECONDS and its claimer renews it while the body runs (approvals/services/leases.py).
 TURN_LEASE_SECONDS = env_int("TURN_LEASE_SECONDS", 300)
-EXECUTION_LEASE_SECONDS = env_int("EXECUTION_LEASE_SECONDS", 120)
+EXECUTION_LEASE_SECONDS = env_int("EXECUTION_LEASE_SECONDS", 6)
 # The sweep: how often it runs, how long an approved call or an idle run may sit before it is
 # resumed, and after how many resumptions without progress the run is failed with the reason.
-SWEEP_INTERVAL_SECONDS = env_int("SWEEP_INTERVAL_SECONDS", 30)
-SWEEP_GRACE_SECONDS = env_int("SWEEP_GRACE_SECONDS", 60)
+SWEEP_INTERVAL_SECONDS = env_int("SWEEP_INTERVAL_SECONDS", 3)
+SWEEP_GRACE_SECONDS = env_int("SWEEP_GRACE_SECONDS", 10)
 SWEEP_MAX_ATTEMPTS = env_int("SWEEP_MAX_ATTEMPTS", 5)
 # Redis hands an unacknowledged task to another worker after this long.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("BROKER_VISIBILITY_TIMEOUT", 600)}

@@ -74,6 +74,7 @@ TOOLS = [
         check=lambda a: t.order_problem(a.order_id),
         simulate=t.simulate_refund,
         material_facts=("already_refunded", "order_status", "customer_email"),
+        idempotent=True,  # a second run with the same key finds the refund and issues nothing
         key_fields=("amount", "order_id"),
         money_fields=("amount",),
         key_facts=("customer",),

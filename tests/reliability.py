@@ -29,12 +29,14 @@ from shop.models import Customer, Order, Refund
 
 from .stack import Processes, start_worker
 
-# Short enough that a trial settles in seconds; the turn lease outlasts a model turn (2 × 5 s).
+# The execution lease and the sweep as the defaults have them (a claim renewed while the tool runs, so a dead
+# worker's claim lapses within EXECUTION_LEASE_SECONDS); the turn lease short enough that a trial settles in
+# seconds, yet longer than a model turn (2 × 5 s).
 TIMINGS = {
     "TURN_LEASE_SECONDS": "15",
-    "EXECUTION_LEASE_SECONDS": "10",
-    "SWEEP_GRACE_SECONDS": "5",
-    "SWEEP_INTERVAL_SECONDS": "2",
+    "EXECUTION_LEASE_SECONDS": "6",
+    "SWEEP_GRACE_SECONDS": "10",
+    "SWEEP_INTERVAL_SECONDS": "3",
     "SWEEP_MAX_ATTEMPTS": "5",
     "BROKER_VISIBILITY_TIMEOUT": "60",
     "OPENAI_TIMEOUT": "5",

@@ -63,7 +63,7 @@ def sweep_resumptions(run: Run) -> list[dict]:
 def test_an_approved_call_nobody_started_is_resumed_after_the_grace_time(make_run, reviewer, sweep):
     call = approved_refund(make_run, reviewer)
 
-    assert sweep(now=later(30)) == {"resumed": 0, "later": 0, "failed": 0}
+    assert sweep(now=later(30)) == {"resumed": 0, "later": 0, "failed": 0, "released": 0, "unknown": 0}
     assert sweep(now=later(61))["resumed"] == 1
 
     assert support.resumed == [call.run_id]
@@ -82,10 +82,10 @@ def test_an_execution_whose_lease_ran_out_is_finished_once_and_told_as_the_same_
         order=Order.objects.get(number="A-1002"), amount=35, reason="x", idempotency_key=call.idempotency_key
     )
 
-    assert services.stuck_runs(now=later(110)) == {}
-    assert services.stuck_runs(now=later(121)) == {call.run_id: "a tool call's execution stopped before it finished"}
-    sweep(now=later(121))
-    ToolCall.objects.filter(pk=call.pk).update(claimed_at=timezone.now() - timedelta(seconds=121))  # time passes
+    assert services.sweep_apply(now=later(5))["released"] == 0  # the lease still holds
+    assert sweep(now=later(121))["released"] == 1  # issue_refund is idempotent: released to be claimed again
+    assert ToolCall.objects.get(pk=call.pk).status == ToolCall.Status.APPROVED
+    assert support.resumed == [call.run_id]
     loop.advance(call.run_id)
 
     assert Refund.objects.count() == 1
@@ -141,7 +141,7 @@ def test_a_run_marked_running_while_its_call_waits_for_a_person_is_put_back_to_w
 def test_the_sweep_waits_longer_each_time_and_then_fails_the_run_with_the_reason(make_run, settings, sweep):
     settings.TURN_LEASE_SECONDS = 0
     run = a_turn_left_thinking(make_run)
-    assert sweep() == {"resumed": 1, "later": 0, "failed": 0}
+    assert sweep() == {"resumed": 1, "later": 0, "failed": 0, "released": 0, "unknown": 0}
     assert sweep()["later"] == 1  # the resumption may still be on its way
     assert sweep(now=later(61))["resumed"] == 1
     assert sweep(now=later(61))["later"] == 1  # now twice the grace time
@@ -164,7 +164,7 @@ def test_a_retried_run_gets_fresh_attempts(make_run, requester, settings, sweep)
     assert sweep(now=later(3600))["failed"] == 1
 
     services.run_retry(run=Run.objects.get(pk=run.pk), user=requester)
-    assert sweep(now=later(3600)) == {"resumed": 1, "later": 0, "failed": 0}
+    assert sweep(now=later(3600)) == {"resumed": 1, "later": 0, "failed": 0, "released": 0, "unknown": 0}
 
 
 def test_a_finished_run_is_never_failed_afterwards(make_run, reviewer):

@@ -105,9 +105,10 @@ def test_a_call_left_executing_by_a_dead_worker_is_finished_once(make_run, revie
     Refund.objects.create(
         order=Order.objects.get(number="A-1002"), amount=35, reason="x", idempotency_key=call.idempotency_key
     )
-    ToolCall.objects.filter(pk=call.pk).update(claimed_at=timezone.now() - timedelta(hours=1))
+    an_hour_ago = timezone.now() - timedelta(hours=1)
+    ToolCall.objects.filter(pk=call.pk).update(claimed_at=an_hour_ago, lease_expires_at=an_hour_ago)
 
-    loop.advance(run.pk)
+    loop.advance(run.pk)  # issue_refund is idempotent: its lapsed claim is taken again, with the same key
 
     assert Refund.objects.count() == 1
     call.refresh_from_db()

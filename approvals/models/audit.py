@@ -42,6 +42,9 @@ class AuditEvent(models.Model):
         ESCALATED = "escalated"
         RETURNED = "returned"
         UNREPORTED = "unreported"
+        LEASE_LAPSED = "lease_lapsed"  # an idempotent call's claim lapsed: released to be claimed again
+        OUTCOME_UNKNOWN = "outcome_unknown"
+        OUTCOME_SETTLED = "outcome_settled"
         ANCHOR = "anchor"  # the heads of the run chains that changed, written into the global chain
 
     run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events")

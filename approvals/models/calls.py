@@ -47,6 +47,8 @@ class ToolCall(models.Model):
         EXPIRED = "expired", "Expired"
         CANCELLED = "cancelled", "Cancelled"
         UNDONE = "undone", "Undone"
+        # Its execution's lease lapsed without a report and the tool is not idempotent: a person says what happened.
+        OUTCOME_UNKNOWN = "outcome_unknown", "Outcome unknown"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_calls", db_index=False)  # unique below
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="calls")
@@ -82,6 +84,8 @@ class ToolCall(models.Model):
     output = models.TextField(blank=True)
     output_recorded = models.BooleanField(default=False)
     claimed_at = models.DateTimeField(null=True, blank=True)
+    # While executing: the claim holds until then, renewed by its claimer while the body runs (services/leases.py).
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
     executed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     # Who may decide: members of this group only (empty: any reviewer). Set by policy, changed by escalation.

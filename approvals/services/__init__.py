@@ -9,6 +9,8 @@
 - deadlines: warn, escalate, expire
 - sweep: every stuck run taken further, or failed with the reason
 - execution: an approved call run exactly once, exactly as approved
+- leases: a claim on an execution renewed while it runs; a lapsed one released or "outcome unknown"
+- outcomes: a person settles an outcome-unknown call (it ran, run it now, fail the run)
 - undo, previews (dry run, an edit's changes), shadow rules, errors
 
 Callers import from here: `from approvals import services; services.toolcall_decide(...)`.
@@ -28,6 +30,8 @@ from .errors import (
 )
 from .execution import EXECUTABLE, runnable_calls, toolcall_claim, toolcall_execute
 from .gate import ProposedCall, step_record
+from .leases import lease_lapse, lease_renew, leases_lapse
+from .outcomes import toolcall_settle
 from .previews import toolcall_edit_changes, toolcall_preview
 from .questions import AnswerRefused, question_from_agent, toolcall_answer
 from .runs import (
@@ -61,6 +65,9 @@ __all__ = [
     "WarningNotAcknowledged",
     "deadlines_apply",
     "expire_overdue",
+    "lease_lapse",
+    "lease_renew",
+    "leases_lapse",
     "message_append",
     "request_resume",
     "run_begin_turn",
@@ -91,6 +98,7 @@ __all__ = [
     "toolcall_preview",
     "toolcall_respond",
     "toolcall_review_release",
+    "toolcall_settle",
     "toolcall_review_start",
     "toolcall_undo",
     "toolcall_warn",

@@ -2,9 +2,7 @@
 
 import logging
 from dataclasses import dataclass, field
-from datetime import timedelta
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
@@ -16,6 +14,7 @@ from ..text import edit_summary
 from ..tools import ArgumentsInvalid, Ask, Tool, ToolContext, registry
 from .deadlines import set_deadline
 from .decisions import counted_approvals, effective_group
+from .leases import Renewing, is_idempotent, lapsed_calls, lease_renew, lease_until
 from .questions import question_from_execution
 from .steps import run_tool_body
 from .transcript import record_output
@@ -23,23 +22,20 @@ from .transcript import record_output
 log = logging.getLogger(__name__)
 
 
-def execution_lease() -> timedelta:
-    return timedelta(seconds=settings.EXECUTION_LEASE_SECONDS)
-
-
 def toolcall_claim(*, call: ToolCall) -> bool:
-    """Take an approved call for execution. Exactly one worker wins.
+    """Take an approved call for execution, for one lease (services/leases.py). Exactly one worker wins.
 
-    A call left executing by a worker that died is taken again after the lease;
-    the tool's idempotency key makes that second attempt harmless.
+    A call of an idempotent tool whose lease lapsed is taken again at once, with the same idempotency key;
+    any other lapsed call is the sweep's: it becomes "outcome unknown", never run again silently.
     """
     now = timezone.now()
+    fields = {"status": ToolCall.Status.EXECUTING, "claimed_at": now, "lease_expires_at": lease_until(now)}
     fresh = ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED)
-    lapsed = now - execution_lease()
-    abandoned = ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.EXECUTING, claimed_at__lt=lapsed)
-    won = fresh.update(status=ToolCall.Status.EXECUTING, claimed_at=now) or abandoned.update(claimed_at=now)
+    won = fresh.update(**fields)
+    if not won and call.status == ToolCall.Status.EXECUTING and is_idempotent(call):
+        won = lapsed_calls(now=now).filter(pk=call.pk).update(**fields)
     if won:
-        call.status, call.claimed_at = ToolCall.Status.EXECUTING, now
+        call.status, call.claimed_at, call.lease_expires_at = fields.values()
     return bool(won)
 
 
@@ -157,7 +153,7 @@ def toolcall_execute(*, call: ToolCall, loaded: bool = False) -> bool:
         return False  # a remote agent's call is executed by its agent, through the agent API's claim and report
     if call.kind not in EXECUTABLE:
         return False  # a model turn or a tool's question is settled by its decision, never executed
-    retake = call.status == ToolCall.Status.EXECUTING  # a retaken call passed the checks before its worker died
+    retake = call.claimed_at is not None  # a call claimed before passed the checks before its worker died
     tool, arguments = registry.for_call(call), call.approved_arguments
     problem, args = _mismatch(call, tool, arguments)
     if not problem and not retake:
@@ -171,7 +167,8 @@ def toolcall_execute(*, call: ToolCall, loaded: bool = False) -> bool:
         return _finish(call, ToolCall.Status.FAILED, problem)
     context = ToolContext(call.idempotency_key, call.run_id, call.run.dry_run, retake)
     try:
-        status, output = run_tool_body(call, tool, args, context)
+        with Renewing(lambda: lease_renew(call_id=call.pk, claimed_at=call.claimed_at)):
+            status, output = run_tool_body(call, tool, args, context)
     except Ask as ask:  # the tool asks a person: the call waits as a question (services/questions.py)
         status, output = ToolCall.Status.FAILED, question_from_execution(call, ask)
         if not output:
@@ -212,7 +209,7 @@ def _claim_and_record(call: ToolCall, *, executing: bool) -> bool:
 
 @transaction.atomic
 def _finish(call: ToolCall, status: str, output: str) -> bool:
-    ToolCall.objects.filter(pk=call.pk).update(status=status, executed_at=timezone.now())
+    ToolCall.objects.filter(pk=call.pk).update(status=status, executed_at=timezone.now(), lease_expires_at=None)
     kind = audit.AuditEvent.Kind.EXECUTED if status == ToolCall.Status.EXECUTED else audit.AuditEvent.Kind.FAILED
     payload = {
         "arguments": call.approved_arguments,

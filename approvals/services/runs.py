@@ -144,7 +144,7 @@ def run_cancel(*, run: Run, user: AbstractBaseUser) -> None:
     # Calls first, then the run: the order a decision locks them in, so the two cannot deadlock.
     pending = list(
         ToolCall.objects.select_for_update()
-        .filter(run=run, status=ToolCall.Status.PENDING)
+        .filter(run=run, status__in=(ToolCall.Status.PENDING, ToolCall.Status.OUTCOME_UNKNOWN))
         .order_by("pk")
         .values_list("pk", flat=True)
     )

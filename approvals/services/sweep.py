@@ -3,8 +3,9 @@
 Workers die at any point. What a dead worker held is found here, by rule, and taken
 further by resuming the run through the REVIEWHUB_RESUME seam; the claims and the
 idempotency keys keep every approved call to one execution however often a run is
-resumed. Celery beat runs sweep_apply() every SWEEP_INTERVAL_SECONDS; in the embedded
-default a thread of the web process does.
+resumed. A claim whose lease lapsed is settled by services/leases.py: released when its
+tool is idempotent, else "outcome unknown" for a person. Celery beat runs sweep_apply()
+every SWEEP_INTERVAL_SECONDS; in the embedded default a thread of the web process does.
 
 A run the sweep resumes SWEEP_MAX_ATTEMPTS times without progress, each wait twice
 the one before, is failed with the reason, for a person to Retry.
@@ -20,7 +21,7 @@ from django.utils import timezone
 from .. import audit, live
 from ..models import AuditEvent, Decision, Message, Run, ToolCall
 from ..text import duration_text
-from .execution import execution_lease
+from .leases import leases_lapse
 from .runs import request_resume, run_fail, turn_lease
 
 
@@ -36,11 +37,6 @@ def _approved_not_started(now: datetime) -> QuerySet[Run]:
     return Run.objects.filter(pk__in=calls.values("run_id"))
 
 
-def _execution_lease_ran_out(now: datetime) -> QuerySet[Run]:
-    calls = ToolCall.objects.filter(status=ToolCall.Status.EXECUTING, claimed_at__lt=now - execution_lease())
-    return Run.objects.filter(pk__in=calls.values("run_id"))
-
-
 def _turn_lease_ran_out(now: datetime) -> QuerySet[Run]:
     return Run.objects.filter(thinking=True, updated_at__lt=now - turn_lease())
 
@@ -53,7 +49,9 @@ def _quiet(now: datetime) -> QuerySet[Run]:
         return Exists(ToolCall.objects.filter(run=OuterRef("pk"), status__in=statuses))
 
     recent = Exists(Message.objects.filter(run=OuterRef("pk"), created_at__gte=cutoff))
-    waiting_for_a_person = Q(status=Run.Status.WAITING) & calls(ToolCall.Status.PENDING)
+    waiting_for_a_person = Q(status=Run.Status.WAITING) & calls(
+        ToolCall.Status.PENDING, ToolCall.Status.OUTCOME_UNKNOWN
+    )
     busy = calls(ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING)
     return Run.objects.filter(thinking=False, updated_at__lt=cutoff).exclude(busy | recent | waiting_for_a_person)
 
@@ -61,7 +59,6 @@ def _quiet(now: datetime) -> QuerySet[Run]:
 # In order: the first rule that finds a run names the reason.
 RULES = (
     ("an approved call was not started", _approved_not_started),
-    ("a tool call's execution stopped before it finished", _execution_lease_ran_out),
     ("the model turn stopped before it finished", _turn_lease_ran_out),
     ("nothing was taking the run further", _quiet),
 )
@@ -121,13 +118,15 @@ def run_take_further(*, run: Run, reason: str, now: datetime | None = None) -> s
 
 
 def sweep_apply(*, now: datetime | None = None) -> dict:
-    """The periodic pass: take every stuck run further. Returns how many runs had each outcome."""
+    """The periodic pass: take every stuck run further, then settle every lapsed claim (services/leases.py:
+    released to be claimed again, or outcome unknown). Returns how many runs and claims had each outcome."""
     now = now or timezone.now()
     outcomes = {"resumed": 0, "later": 0, "failed": 0}
     for run_id, reason in stuck_runs(now=now).items():
         run = Run.objects.filter(pk=run_id, status__in=Run.ACTIVE).first()
         if run is not None:
             outcomes[run_take_further(run=run, reason=reason, now=now)] += 1
+    outcomes |= leases_lapse(now=now)  # a released call's run is resumed there, at once
     unreported_flag(now=now)  # each flag is in the trail and on the run page
     return outcomes
 

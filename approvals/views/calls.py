@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
 
 from .. import services
-from ..access import can_decide
+from ..access import can_decide, can_settle
 from ..forms import parse_edit
 from ..models import Decision, ToolCall
 from .panels import edit_values, get_call_for_user, panel_response
@@ -142,3 +142,20 @@ def call_claim(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def call_release(request: HttpRequest, pk: int) -> HttpResponse:
     return _claim_action(request, pk, services.toolcall_review_release)
+
+
+@login_required
+@require_POST
+def call_settle(request: HttpRequest, pk: int) -> HttpResponse:
+    """Say what happened to a call whose outcome is unknown: it ran (the output), it did not (run it now), fail."""
+    call = get_call_for_user(request, pk)
+    allowed, why = can_settle(request.user, call)
+    if not allowed:
+        return panel_response(request, call, status=403, error=services.NotAllowed(why))
+    answer, output, reason = (request.POST.get(name, "") for name in ("answer", "output", "reason"))
+    try:
+        services.toolcall_settle(call_id=call.pk, reviewer=request.user, answer=answer, output=output, reason=reason)
+    except services.DecisionError as exc:
+        call.refresh_from_db()
+        return panel_response(request, call, status=exc.status, error=exc, values={"output": output, "reason": reason})
+    return _decided(request, call)

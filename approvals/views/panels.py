@@ -31,7 +31,7 @@ def _error_context(error: DecisionError | None) -> dict:
     if error is None:
         return {"errors": {}, "error_message": ""}
     errors = error.errors if isinstance(error, EditInvalid) else {}
-    named = [errors[name][0] for name in ("reason", "guidance") if name in errors]
+    named = [errors[name][0] for name in ("reason", "guidance", "output", "answer") if name in errors]
     return {"errors": errors, "error_message": named[0] if named else str(error)}
 
 
@@ -56,6 +56,7 @@ def panel_response(
         "fields": fields,
         "other_errors": [(name, msgs) for name, msgs in context["errors"].items() if name not in names],
         "arguments_json": (values or {}).get("arguments_json", ""),
+        "settle_values": values or {},
         # Opened in the queue's pane: say "being reviewed by you", as opening the call's page does.
         "claim_on_open": context["can_decide"] and request.headers.get("HX-Target") == "detail",
         **extra,

@@ -9,7 +9,7 @@
 
 from ..deliveries import delivery_attempt
 from ..errors import Invalid
-from .calls import call_claim, call_propose, call_report, execution_key
+from .calls import call_claim, call_lease_renew, call_propose, call_report, execution_key
 from .declarations import tool_declare
 from .identities import agent_get_or_create
 from .turns import turn_propose
@@ -19,6 +19,7 @@ __all__ = [
     "Invalid",
     "agent_get_or_create",
     "call_claim",
+    "call_lease_renew",
     "call_propose",
     "call_report",
     "delivery_attempt",

@@ -19,6 +19,7 @@ from approvals import access, audit, live, services
 from approvals.hashing import args_hash, canonical_json
 from approvals.models import Message, Run, Tier, ToolCall
 from approvals.questions import question_problem
+from approvals.services import leases
 from approvals.services.transcript import record_output
 from approvals.tools import ArgumentsInvalid
 
@@ -155,20 +156,35 @@ def agent_call(agent: RemoteAgent, call_id: int, *, lock: bool = False) -> ToolC
 def _check_key(call: ToolCall, key: str) -> None:
     if call.kind == ToolCall.Kind.TURN:
         raise Conflict("A model turn has nothing to execute or report: apply its decision (docs/api.md).")
+    if call.status == ToolCall.Status.OUTCOME_UNKNOWN:
+        raise Conflict(
+            "The lease on this call lapsed without a report: its outcome is unknown and a reviewer settles it "
+            "(it ran, run it now, or fail the run). Do not run it again.",
+            {"status": [call.status]},
+        )
     if call.status not in (*RUNNABLE, *REPORTED) or call.approved_arguments is None:
         raise Conflict(f"This call is {call.status}, not approved: it must not be executed.")
     if not hmac.compare_digest(key.encode(), execution_key(call).encode()):
         raise Conflict("Wrong execution key for this call.", {"execution_key": ["Not this call's execution key."]})
 
 
+def _take(call: ToolCall) -> bool:
+    """The claim for one lease: an approved call, or an idempotent tool's call whose lease lapsed."""
+    now = timezone.now()
+    fields = {"status": ToolCall.Status.EXECUTING, "claimed_at": now, "lease_expires_at": leases.lease_until(now)}
+    if ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED).update(**fields):
+        return True
+    if call.status != ToolCall.Status.EXECUTING or not leases.is_idempotent(call):
+        return False
+    return bool(leases.lapsed_calls(now=now).filter(pk=call.pk).update(**fields))
+
+
 def call_claim(*, agent: RemoteAgent, call_id: int, key: str) -> tuple[bool, ToolCall]:
-    """Take an approved call for execution: exactly one caller wins; the others get its recorded state."""
+    """Take an approved call for execution, for one lease: exactly one caller wins; the others get its state."""
     call = agent_call(agent, call_id)
     _check_key(call, key)
     with transaction.atomic():
-        won = ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED).update(
-            status=ToolCall.Status.EXECUTING, claimed_at=timezone.now()
-        )
+        won = _take(call)
         if won:
             payload = {"claimed_by": agent.name, "arguments": call.approved_arguments, "execution_key_of": "agent"}
             audit.record(audit.AuditEvent.Kind.EXECUTING, tool_call=call, actor=agent.user, payload=payload)
@@ -176,6 +192,24 @@ def call_claim(*, agent: RemoteAgent, call_id: int, key: str) -> tuple[bool, Too
             live.run_changed(call.run_id)
     call.refresh_from_db()
     return bool(won), call
+
+
+def call_lease_renew(*, agent: RemoteAgent, call_id: int, key: str) -> ToolCall:
+    """Extend this agent's claim by one lease while its tool runs; 409 once the call is not executing or its
+    lease lapsed (then the sweep settles it: claimed again if idempotent, else outcome unknown)."""
+    call = agent_call(agent, call_id)
+    _check_key(call, key)
+    if call.status != ToolCall.Status.EXECUTING:
+        raise Conflict(
+            f"This call is {call.status}, not executing: there is no claim to renew.", {"status": [call.status]}
+        )
+    if leases.lease_renew(call_id=call.pk) is None:
+        raise Conflict(
+            "The lease on this call lapsed before it was renewed: report nothing, a person or the sweep settles it.",
+            {"lease": ["lapsed"]},
+        )
+    call.refresh_from_db()
+    return call
 
 
 def _same_report(call: ToolCall, ok: bool, output: str) -> bool:
@@ -194,7 +228,8 @@ def call_report(*, agent: RemoteAgent, call_id: int, key: str, ok: bool, output:
         raise Conflict("A different result was reported for this call already.")
     now = timezone.now()
     status = ToolCall.Status.EXECUTED if ok else ToolCall.Status.FAILED
-    ToolCall.objects.filter(pk=call.pk).update(status=status, executed_at=now, claimed_at=call.claimed_at or now)
+    fields = {"status": status, "executed_at": now, "claimed_at": call.claimed_at or now, "lease_expires_at": None}
+    ToolCall.objects.filter(pk=call.pk).update(**fields)
     RemoteCall.objects.filter(pk=call.pk).update(reported_ok=ok, reported_output=output, reported_at=now)
     kind = audit.AuditEvent.Kind.EXECUTED if ok else audit.AuditEvent.Kind.FAILED
     payload = {"reported_by": agent.name, "arguments": call.approved_arguments, "ok": ok, "output": output}

@@ -4,8 +4,9 @@ and adapters for LangGraph (`for_langgraph`), the OpenAI Agents SDK (`for_openai
 
 from .aio import AsyncReviewHub
 from .client import Execution, ReviewHub
-from .errors import ApiError, NotApproved, ReviewHubError, ToolFailed, WebhookInvalid
+from .errors import ApiError, NotApproved, OutcomeUnknown, ReviewHubError, ToolFailed, WebhookInvalid
 from .gate import Gate
+from .lease import execution_key
 from .models import Call, Change, Claim, Decision, Result, Tool, Webhook, WebhookEvent
 from .store import Store
 from .webhooks import verify_webhook
@@ -20,6 +21,7 @@ __all__ = [
     "Execution",
     "Gate",
     "NotApproved",
+    "OutcomeUnknown",
     "Result",
     "ReviewHub",
     "ReviewHubError",
@@ -29,5 +31,6 @@ __all__ = [
     "Webhook",
     "WebhookEvent",
     "WebhookInvalid",
+    "execution_key",
     "verify_webhook",
 ]

@@ -47,6 +47,10 @@ def claim(call_id: int, execution_key: str) -> Spec:
     return Spec("POST", f"{PREFIX}/calls/{call_id}/claim", {"execution_key": execution_key})
 
 
+def renew(call_id: int, execution_key: str) -> Spec:
+    return Spec("POST", f"{PREFIX}/calls/{call_id}/lease", {"execution_key": execution_key})
+
+
 def report(call_id: int, execution_key: str, ok: bool, output: str) -> Spec:
     return Spec(
         "POST", f"{PREFIX}/calls/{call_id}/result", {"execution_key": execution_key, "ok": ok, "output": output}

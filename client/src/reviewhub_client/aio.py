@@ -3,14 +3,15 @@
 import asyncio
 import inspect
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx2 as httpx
 
 from . import _api
 from .client import Execution, approved_arguments, approved_key, recorded
-from .errors import ReviewHubError
+from .errors import ApiError, ReviewHubError
+from .lease import AsyncRenewer, is_unknown, refuse_unknown, running_with, unknown_from
 from .models import DONE, Call, Claim, Tier, Tool, Webhook
 
 
@@ -44,9 +45,10 @@ class AsyncReviewHub:
         description_template: str | None = None,
         decisions: list[str] | None = None,
         key_fields: list[str] | None = None,
+        idempotent: bool | None = None,
     ) -> Tool:
         fields = {"description": description, "input_schema": input_schema, "tier": tier, "decisions": decisions}
-        fields |= {"description_template": description_template, "key_fields": key_fields}
+        fields |= {"description_template": description_template, "key_fields": key_fields, "idempotent": idempotent}
         return await self._send(_api.declare_tool(name, **fields), Tool)
 
     async def tools(self) -> list[Tool]:
@@ -93,25 +95,48 @@ class AsyncReviewHub:
     async def execute_once(
         self, call_id: int, tool: Callable[..., Any], *, poll: float = 0.2, timeout: float = 300
     ) -> Execution:
-        """As `ReviewHub.execute_once`; `tool` may be a coroutine function."""
-        call = await self.call(call_id)
-        key = approved_key(call)
-        claim = await self.claim(call_id, key)
-        if not claim.claimed:
-            return recorded(await self._until_done(claim.call, poll, timeout))
-        try:
-            output = tool(**approved_arguments(call))
-            output = str(await output if inspect.isawaitable(output) else output)
-        except Exception as exc:
-            await self.report(call_id, key, ok=False, output=f"{type(exc).__name__}: {exc}")
-            raise
-        return Execution(ran=True, output=output, call=await self.report(call_id, key, ok=True, output=output))
-
-    async def _until_done(self, call: Call, poll: float, timeout: float) -> Call:
+        """As `ReviewHub.execute_once` (the claim renewed by a task while `tool` runs); `tool` may be a coroutine
+        function."""
         deadline = time.monotonic() + timeout
-        while call.status not in DONE:
+        while True:
+            call = await self.call(call_id)
+            refuse_unknown(call)
+            key = approved_key(call)
+            claim = await self._guarded(call_id, self.claim(call_id, key))
+            if claim.claimed:
+                return await self._run_claimed(claim, key, tool, approved_arguments(call))
+            call = await self._until_settled(claim.call, poll, deadline, timeout)
+            if call.status in DONE:
+                return recorded(call)
+
+    async def renew(self, call_id: int, execution_key: str) -> Call:
+        return await self._send(_api.renew(call_id, execution_key), Call)
+
+    async def _guarded(self, call_id: int, request: Awaitable[Any]) -> Any:
+        try:
+            return await request
+        except ApiError as exc:
+            raise unknown_from(call_id, exc) if is_unknown(exc) else exc
+
+    async def _run_claimed(self, claim: Claim, key: str, tool: Callable[..., Any], arguments: dict) -> Execution:
+        call_id = claim.call.id
+        async with AsyncRenewer(lambda: self.renew(call_id, key), claim.lease_seconds):
+            try:
+                with running_with(key):
+                    output = tool(**arguments)
+                    output = str(await output if inspect.isawaitable(output) else output)
+            except Exception as exc:
+                failed = f"{type(exc).__name__}: {exc}"
+                await self._guarded(call_id, self.report(call_id, key, ok=False, output=failed))
+                raise
+        reported = await self._guarded(call_id, self.report(call_id, key, ok=True, output=output))
+        return Execution(ran=True, output=output, call=reported)
+
+    async def _until_settled(self, call: Call, poll: float, deadline: float, timeout: float) -> Call:
+        while call.status == "executing":
             if time.monotonic() > deadline:
                 raise ReviewHubError(f"call {call.id} is still {call.status} after {timeout} s")
             await asyncio.sleep(poll)
             call = await self.call(call.id)
+        refuse_unknown(call)
         return call

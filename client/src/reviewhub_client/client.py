@@ -8,7 +8,8 @@ from typing import Any
 import httpx2 as httpx
 
 from . import _api
-from .errors import NotApproved, ReviewHubError, ToolFailed
+from .errors import ApiError, NotApproved, ReviewHubError, ToolFailed
+from .lease import Renewer, is_unknown, refuse_unknown, running_with, unknown_from
 from .models import DONE, Call, Claim, Tier, Tool, Webhook
 
 
@@ -75,9 +76,12 @@ class ReviewHub:
         description_template: str | None = None,
         decisions: list[str] | None = None,
         key_fields: list[str] | None = None,
+        idempotent: bool | None = None,
     ) -> Tool:
+        """Declare a tool; `idempotent=True`: a second run with the same execution key does no harm (a lapsed
+        claim is then released to be claimed again, instead of asking a reviewer whether it ran)."""
         fields = {"description": description, "input_schema": input_schema, "tier": tier, "decisions": decisions}
-        fields |= {"description_template": description_template, "key_fields": key_fields}
+        fields |= {"description_template": description_template, "key_fields": key_fields, "idempotent": idempotent}
         return self._send(_api.declare_tool(name, **fields), Tool)
 
     def tools(self) -> list[Tool]:
@@ -131,25 +135,55 @@ class ReviewHub:
         self, call_id: int, tool: Callable[..., Any], *, poll: float = 0.2, timeout: float = 300
     ) -> Execution:
         """Run `tool(**approved arguments)` only if this process wins the claim, and report its result; a process
-        that loses gets the result the winner recorded (waiting while it runs). NotApproved if the call may
-        not run."""
-        call = self.call(call_id)
-        key = approved_key(call)
-        claim = self.claim(call_id, key)
-        if not claim.claimed:
-            return recorded(self._until_done(claim.call, poll, timeout))
-        try:
-            output = str(tool(**approved_arguments(call)))
-        except Exception as exc:
-            self.report(call_id, key, ok=False, output=f"{type(exc).__name__}: {exc}")
-            raise
-        return Execution(ran=True, output=output, call=self.report(call_id, key, ok=True, output=output))
-
-    def _until_done(self, call: Call, poll: float, timeout: float) -> Call:
+        that loses gets the result the winner recorded (waiting while it runs, and claiming it again if the
+        winner's claim lapsed on an idempotent tool). The claim is renewed in a background thread while `tool`
+        runs. NotApproved if the call may not run; OutcomeUnknown at once if its claim lapsed without a report
+        (nobody knows whether it ran: a reviewer settles it)."""
         deadline = time.monotonic() + timeout
-        while call.status not in DONE:
+        while True:
+            call = self.call(call_id)
+            refuse_unknown(call)
+            key = approved_key(call)
+            claim = self._claim(call_id, key)
+            if claim.claimed:
+                return self._run_claimed(claim, key, tool, approved_arguments(call))
+            call = self._until_settled(claim.call, poll, deadline, timeout)
+            if call.status in DONE:
+                return recorded(call)
+
+    def renew(self, call_id: int, execution_key: str) -> Call:
+        """Renew this process's claim on the call for one more lease (execute_once does it by itself)."""
+        return self._send(_api.renew(call_id, execution_key), Call)
+
+    def _claim(self, call_id: int, key: str) -> Claim:
+        try:
+            return self.claim(call_id, key)
+        except ApiError as exc:
+            raise unknown_from(call_id, exc) if is_unknown(exc) else exc
+
+    def _report(self, call_id: int, key: str, *, ok: bool, output: str) -> Call:
+        try:
+            return self.report(call_id, key, ok=ok, output=output)
+        except ApiError as exc:
+            raise unknown_from(call_id, exc) if is_unknown(exc) else exc
+
+    def _run_claimed(self, claim: Claim, key: str, tool: Callable[..., Any], arguments: dict) -> Execution:
+        call_id = claim.call.id
+        with Renewer(lambda: self.renew(call_id, key), claim.lease_seconds):
+            try:
+                with running_with(key):
+                    output = str(tool(**arguments))
+            except Exception as exc:
+                self._report(call_id, key, ok=False, output=f"{type(exc).__name__}: {exc}")
+                raise
+        return Execution(ran=True, output=output, call=self._report(call_id, key, ok=True, output=output))
+
+    def _until_settled(self, call: Call, poll: float, deadline: float, timeout: float) -> Call:
+        """The call once no longer executing elsewhere: done, released again (approved), or outcome unknown."""
+        while call.status == "executing":
             if time.monotonic() > deadline:
                 raise ReviewHubError(f"call {call.id} is still {call.status} after {timeout} s")
             time.sleep(poll)
             call = self.call(call.id)
+        refuse_unknown(call)
         return call

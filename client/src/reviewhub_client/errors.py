@@ -18,6 +18,19 @@ class NotApproved(ReviewHubError):
     """The call has no approving decision (pending, rejected, expired...): it must not run."""
 
 
+class OutcomeUnknown(ReviewHubError):
+    """The call's claim lapsed without a report (its process died, or went quiet longer than the lease): nobody
+    knows whether the tool ran, so it must not run again. A reviewer settles it in ReviewHub (it ran, run it now,
+    or fail the run); ask for the call again later to learn which."""
+
+    def __init__(self, call_id: int, detail: str = ""):
+        self.call_id = call_id
+        super().__init__(
+            detail
+            or f"call {call_id}: its outcome is unknown (the claim lapsed without a report); a reviewer settles it"
+        )
+
+
 class ToolFailed(ReviewHubError):
     """The call was executed by another process and its tool reported a failure; the output is its message."""
 

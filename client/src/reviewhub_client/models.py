@@ -11,7 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field
 Tier = Literal["read_only", "reversible", "approval", "forbidden"]
 # A newer server may add statuses or verdicts: they are read as plain strings, these are the ones known today.
 VERDICTS = ("approve", "edit", "reject", "respond", "expire", "answer")
-STATUSES = ("pending", "approved", "rejected", "expired", "cancelled", "executing", "executed", "failed")
+STATUSES = (
+    "pending", "approved", "rejected", "expired", "cancelled", "executing", "executed", "failed", "outcome_unknown",
+)  # fmt: skip
+UNKNOWN = "outcome_unknown"  # the claim lapsed without a report: a reviewer says whether the tool ran
 
 DONE = frozenset({"executed", "failed"})
 
@@ -30,6 +33,7 @@ class Tool(_Model):
     description_template: str | None = None
     decisions: list[str] | None = None
     key_fields: list[str] | None = None
+    idempotent: bool = False  # a second run with the same execution key does no harm
     version: int | None = None
 
 
@@ -89,6 +93,7 @@ class Call(_Model):
     result: Result | None = None
     created_at: datetime | None = None
     expires_at: datetime | None = None
+    lease_expires_at: datetime | None = None  # while executing: when the claim lapses unless renewed
     url: str = ""
     question: dict[str, Any] | None = None  # what the call asks a person, if it asks
 
@@ -102,6 +107,7 @@ class Claim(_Model):
 
     claimed: bool
     call: Call
+    lease_seconds: int = 6  # renew (ReviewHub.renew) well within this while the tool runs; execute_once does
 
 
 class Webhook(_Model):
