@@ -139,7 +139,7 @@ class ReviewHub:
         if not claim.claimed:
             return recorded(self._until_done(claim.call, poll, timeout))
         try:
-            output = str(tool(**approved_arguments(call)))
+            output = _api.tool_output(tool(**approved_arguments(call)))
         except Exception as exc:
             self.report(call_id, key, ok=False, output=f"{type(exc).__name__}: {exc}")
             raise
