@@ -1,10 +1,11 @@
 """What the client hands the model (against tests/fakehub.py): a tool's result as JSON, never Python's repr; the
 reviewer's reason and guidance both when a call did not run; a reviewer's change to a whole number without ".0"."""
 
+import asyncio
 import json
 
 import pytest
-from reviewhub_client import Gate, ReviewHub, Store
+from reviewhub_client import AsyncReviewHub, Gate, ReviewHub, Store
 from reviewhub_client.models import Call, Decision
 
 from . import fakehub
@@ -40,6 +41,20 @@ def test_a_tool_that_returns_a_dict_is_handed_to_the_model_and_recorded_as_json(
 
     assert json.loads(output) == {"refunded": 490.0, "order_id": "A-1001"}
     assert json.loads(hub.calls[call.id]["result"]["output"]) == {"refunded": 490.0, "order_id": "A-1001"}
+
+
+def test_the_async_client_hands_a_dict_result_on_as_json_too(client, hub):
+    call = client.propose(thread_id="t", tool="issue_refund", arguments=REFUND, idempotency_key="t-1")
+    hub.decide(call.id, "approve")
+
+    async def refund(**args):
+        return {"refunded": args["amount"]}
+
+    async def execute():
+        async with AsyncReviewHub(hub.url, fakehub.TOKEN) as async_hub:
+            return await async_hub.execute_once(call.id, refund)
+
+    assert json.loads(asyncio.run(execute()).output) == {"refunded": 490.0}
 
 
 def test_the_model_is_told_a_whole_number_change_without_point_zero(gate, hub):

@@ -101,7 +101,7 @@ class AsyncReviewHub:
             return recorded(await self._until_done(claim.call, poll, timeout))
         try:
             output = tool(**approved_arguments(call))
-            output = str(await output if inspect.isawaitable(output) else output)
+            output = _api.tool_output(await output if inspect.isawaitable(output) else output)
         except Exception as exc:
             await self.report(call_id, key, ok=False, output=f"{type(exc).__name__}: {exc}")
             raise
