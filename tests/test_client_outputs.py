@@ -86,3 +86,54 @@ def test_langgraph_is_told_the_reason_and_the_guidance_as_a_rejection():
     answer = to_langchain(call)
     assert answer["type"] == "reject"
     assert "The order total is $49." in answer["message"] and "Refund $49 instead." in answer["message"]
+
+
+def tool_request(arguments: dict):
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+
+    tool_call = {"name": "issue_refund", "args": arguments, "id": "call_1", "type": "tool_call"}
+    return ToolCallRequest(tool_call=tool_call, tool=None, state={}, runtime=None)
+
+
+def refund_message(request, ran: list):
+    from langchain_core.messages import ToolMessage
+
+    ran.append(request.tool_call["args"])
+    return ToolMessage(content=json.dumps({"refunded": request.tool_call["args"]["amount"]}), tool_call_id="call_1")
+
+
+def test_langgraphs_middleware_runs_the_reviewers_arguments_once_however_often_resumed(gate, hub):
+    from reviewhub_client.for_langgraph import ReviewHubMiddleware
+
+    hub.decide(gate.propose("call_1", "issue_refund", REFUND).id, "edit", arguments={**REFUND, "amount": 49})
+    ran = []
+    middleware = ReviewHubMiddleware(gate)
+
+    first = middleware.wrap_tool_call(tool_request(REFUND), lambda request: refund_message(request, ran))
+    again = middleware.wrap_tool_call(tool_request(REFUND), lambda request: refund_message(request, ran))
+
+    assert ran == [{**REFUND, "amount": 49}]
+    assert json.loads(first.content) == json.loads(again.content) == {"refunded": 49}
+    assert first.tool_call_id == "call_1"
+
+
+def test_langgraphs_middleware_runs_an_async_tool_through_the_gate_too(gate, hub):
+    from reviewhub_client.for_langgraph import ReviewHubMiddleware
+
+    hub.decide(gate.propose("call_1", "issue_refund", REFUND).id, "edit", arguments={**REFUND, "amount": 49})
+    ran = []
+
+    async def handler(request):
+        return refund_message(request, ran)
+
+    message = asyncio.run(ReviewHubMiddleware(gate).awrap_tool_call(tool_request(REFUND), handler))
+
+    assert ran == [{**REFUND, "amount": 49}] and json.loads(message.content) == {"refunded": 49}
+
+
+def test_langgraphs_middleware_lets_a_call_nobody_reviewed_run_as_it_is(gate):
+    from reviewhub_client.for_langgraph import ReviewHubMiddleware
+
+    ran = []
+    ReviewHubMiddleware(gate).wrap_tool_call(tool_request(REFUND), lambda request: refund_message(request, ran))
+    assert ran == [REFUND]
