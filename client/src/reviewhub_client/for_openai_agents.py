@@ -20,10 +20,9 @@ import copy
 import json
 from typing import Any
 
+from agents import Agent, FunctionTool, Runner, RunState
 from agents.tool import set_function_tool_failure_error_function
 from agents.tool_context import ToolContext
-
-from agents import Agent, FunctionTool, Runner, RunState
 
 from ._adapters import check_ran, execute_async
 from .gate import Gate

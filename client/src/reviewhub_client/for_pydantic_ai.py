@@ -43,10 +43,10 @@ class GatedToolset(WrapperToolset):
     """Runs each tool call ReviewHub was asked about through `gate.execute` (the approved arguments, once across
     processes); any other call runs as it is."""
 
-    gate: Gate | None = None
+    gate: Gate
 
     async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: Any, tool: Any) -> Any:
-        if self.gate is None or not proposed(self.gate, ctx.tool_call_id):
+        if not proposed(self.gate, ctx.tool_call_id):
             return await self.wrapped.call_tool(name, tool_args, ctx, tool)
 
         async def run(**arguments: Any) -> Any:
