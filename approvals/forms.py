@@ -97,6 +97,14 @@ def _parse_json_object(raw: str) -> dict:
     return value
 
 
+def _number(text: str) -> int | float:
+    """A number field's text: 49 stays the integer 49 (not 49.0), 49.5 is a float."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
 def _field_value(kind: str, text: str | None):
     """A form field's text as the schema's type; None when left empty (the schema reports missing fields)."""
     if kind == "boolean":
@@ -104,7 +112,7 @@ def _field_value(kind: str, text: str | None):
     if text is None or text == "":
         return None
     if kind == "number":
-        return float(text)
+        return _number(text)
     if kind == "integer":
         return int(text)
     return text.replace("\r\n", "\n")  # a browser sends a textarea's line breaks as CRLF: not an edit

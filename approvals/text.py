@@ -85,7 +85,8 @@ def arguments_diff(before: dict | None, after: dict | None) -> list[dict]:
 
 def edit_summary(original: dict, edited: dict) -> str:
     """A plain statement of what the reviewer changed, for the model."""
-    changes = [f"{c['name']} from {c['before']!r} to {c['after']!r}" for c in arguments_diff(original, edited)]
+    rows = arguments_diff(original, edited)
+    changes = [f"{c['name']} from {key_text(c['before'])!r} to {key_text(c['after'])!r}" for c in rows]
     return (
         "A human reviewer edited this call before it ran: changed "
         + "; ".join(changes)

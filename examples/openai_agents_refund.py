@@ -1,13 +1,13 @@
 """OpenAI Agents SDK example: a support agent whose issue_refund tool (`needs_approval=True`) waits for ReviewHub.
 
 The run's RunState is stored until the decision; `resume` (a worker, any process) approves or rejects and runs
-on. The SDK imports as `agents`: run this from outside a project that has an `agents` package of its own.
+on; AgentsReview runs the tool through the gate (the reviewer's arguments, once) and a failure ends the run.
+The SDK imports as `agents`: run this from outside a project that has an `agents` package of its own.
 The model is reached through chat completions. Usage: see refunds.py."""
 
 import asyncio
 
 from agents import Agent, OpenAIChatCompletionsModel, function_tool, set_tracing_disabled
-from agents.tool_context import ToolContext
 from openai import AsyncOpenAI
 
 from refunds import INSTRUCTIONS, connect, options, proposed, say
@@ -16,9 +16,9 @@ from reviewhub_client.for_openai_agents import AgentsReview
 
 def build(opts, gate, shop):
     @function_tool(needs_approval=True)
-    def issue_refund(ctx: ToolContext, order_id: str, amount: float, reason: str) -> str:
+    def issue_refund(order_id: str, amount: float, reason: str) -> dict:
         """Refund money to the customer of an order."""
-        return gate.execute(ctx.tool_call_id, shop.refund, note_changes=True)
+        return shop.refund(order_id, amount, reason)
 
     client = AsyncOpenAI(base_url=opts.model, api_key="unused", max_retries=0)
     model = OpenAIChatCompletionsModel(model="reviewhub-demo", openai_client=client)

@@ -1,9 +1,10 @@
 """Pydantic AI example: a support agent whose issue_refund tool (`requires_approval=True`) waits for ReviewHub.
 
 The run ends with DeferredToolRequests; its message history is stored; `resume` (any process) runs on with the
-decisions as DeferredToolResults. Usage: see refunds.py."""
+decisions as DeferredToolResults; PydanticAIReview runs the tool through the gate (the reviewer's arguments,
+once). Usage: see refunds.py."""
 
-from pydantic_ai import Agent, DeferredToolRequests, RunContext
+from pydantic_ai import Agent, DeferredToolRequests
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
@@ -15,10 +16,10 @@ def build(opts, gate, shop):
     model = OpenAIChatModel("reviewhub-demo", provider=OpenAIProvider(base_url=opts.model, api_key="unused"))
     agent = Agent(model, output_type=[str, DeferredToolRequests], instructions=INSTRUCTIONS)
 
-    @agent.tool(requires_approval=True)
-    def issue_refund(ctx: RunContext, order_id: str, amount: float, reason: str) -> str:
+    @agent.tool_plain(requires_approval=True)
+    def issue_refund(order_id: str, amount: float, reason: str) -> dict:
         """Refund money to the customer of an order."""
-        return gate.execute(ctx.tool_call_id, shop.refund)
+        return shop.refund(order_id, amount, reason)
 
     return PydanticAIReview(agent, gate)
 

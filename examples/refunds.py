@@ -10,7 +10,10 @@ like `resume`); `resume`, in this process or any other, waits for the decisions,
 from its own persistence, executes each approved call once, and prints the agent's final answer. Settings come
 from --options or the environment: REVIEWHUB_URL, REVIEWHUB_TOKEN, OPENAI_BASE_URL (the scripted model's
 `/v1`), EXAMPLE_DATA (a folder for the example's files), EXAMPLE_PAYMENT_SECONDS (how long the pretend payment
-provider takes to refund; 0 by default)."""
+provider takes to refund; 0 by default), EXAMPLE_PAYMENT_DECLINES (set: the provider declines every refund).
+
+Each framework's `issue_refund` tool is written the framework's usual way (no call id, no ReviewHub code inside):
+the adapter runs it through the gate, with the arguments the reviewer approved, once across processes."""
 
 import argparse
 import json
@@ -44,11 +47,14 @@ class Shop:
         with closing(sqlite3.connect(path, timeout=30)) as conn, conn:
             conn.execute("create table if not exists refunds (order_id text, amount real, reason text, pid integer)")
 
-    def refund(self, order_id: str, amount: float, reason: str) -> str:
+    def refund(self, order_id: str, amount: float, reason: str) -> dict:
+        """Refund the order; what the payment provider answers (the model reads it as JSON)."""
         time.sleep(float(os.environ.get("EXAMPLE_PAYMENT_SECONDS") or 0))  # the payment provider at work
+        if os.environ.get("EXAMPLE_PAYMENT_DECLINES"):
+            raise RuntimeError(f"The payment provider declined the refund on order {order_id}.")
         with closing(sqlite3.connect(self.path, timeout=30)) as conn, conn:
             conn.execute("insert into refunds values (?, ?, ?, ?)", (order_id, amount, reason, os.getpid()))
-        return f"Refunded ${amount:.2f} on order {order_id}."
+        return {"refunded": amount, "order_id": order_id, "message": f"Refunded ${amount:.2f} on order {order_id}."}
 
     def refunds(self) -> list[tuple]:
         with closing(sqlite3.connect(self.path, timeout=30)) as conn:

@@ -62,13 +62,21 @@ def template_problem(template: str) -> str:
     return ""
 
 
+def _template_value(value) -> str:
+    """A value as the description shows it: text as is, a whole float as the integer it is (49, not 49.0)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
 def render_template(template: str, arguments: dict) -> str:
     out = []
     for literal, field, _spec, _conversion in string.Formatter().parse(template):
         out.append(literal)
         if field is not None:
-            value = arguments.get(field, "")
-            out.append(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+            out.append(_template_value(arguments.get(field, "")))
     return "".join(out)
 
 

@@ -198,7 +198,9 @@ def test_reviewhub_decisions_become_langchain_and_pydantic_ai_decisions(client, 
         "edited_action": {"name": "issue_refund", "args": {**REFUND, "amount": 49}},
     }
     assert to_langchain(rejected) == {"type": "reject", "message": "No."}
-    assert to_langchain(responded) == {"type": "respond", "message": "Ask for a photo first."}
+    # Sent back with guidance: the tool did not run, so LangChain reads a rejection, with the guidance.
+    assert to_langchain(responded)["type"] == "reject"
+    assert "Guidance from the reviewer: Ask for a photo first." in to_langchain(responded)["message"]
     assert to_pydantic_ai(edited) == ToolApproved(override_args={**REFUND, "amount": 49})
     assert to_pydantic_ai(rejected) == ToolDenied("Rejected by reviewer: No.")
 

@@ -138,7 +138,7 @@ def test_the_model_is_told_plainly_what_the_reviewer_changed(client, call, model
     advance(call)
     tool_message = [m for m in model.requests()[-1]["messages"] if m["role"] == "tool"][-1]
     assert tool_message["content"].startswith(
-        "A human reviewer edited this call before it ran: changed amount from 40.0 to 7.5; "
+        "A human reviewer edited this call before it ran: changed amount from 40 to 7.5; "
         "reason from 'Item arrived damaged' to 'Only the shipping'. "
         "The call ran with the reviewer's arguments; do not retry the original."
     )

@@ -66,7 +66,7 @@ def test_an_edit_runs_the_edited_arguments_and_the_model_is_told_what_changed(ma
     loop.advance(run.pk)
     assert Refund.objects.get().amount == 49
     tool_message = [m for m in model.requests()[1]["messages"] if m["role"] == "tool"][0]
-    assert "changed amount from 490.0 to 49.0" in tool_message["content"]
+    assert "changed amount from 490 to 49" in tool_message["content"]
     assert "do not retry the original" in tool_message["content"]
 
 

@@ -1,6 +1,7 @@
 """The requests of API v1, shared by the sync and the async client: each function returns what to send, and
 `parse` turns the answer into a model or an ApiError."""
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -59,6 +60,13 @@ def report(call_id: int, execution_key: str, ok: bool, output: str) -> Spec:
 
 def add_webhook(url: str) -> Spec:
     return Spec("POST", f"{PREFIX}/webhooks", {"url": url})
+
+
+def tool_output(output: Any) -> str:
+    """A tool's return value as the model reads it: text as is, anything else as JSON (never Python's repr)."""
+    if isinstance(output, str):
+        return output
+    return json.dumps(output, ensure_ascii=False, default=str)
 
 
 def request_kwargs(spec: Spec) -> dict[str, Any]:

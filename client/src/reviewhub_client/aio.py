@@ -124,7 +124,7 @@ class AsyncReviewHub:
             try:
                 with running_with(key):
                     output = tool(**arguments)
-                    output = str(await output if inspect.isawaitable(output) else output)
+                    output = _api.tool_output(await output if inspect.isawaitable(output) else output)
             except Exception as exc:
                 failed = f"{type(exc).__name__}: {exc}"
                 await self._guarded(call_id, self.report(call_id, key, ok=False, output=failed))

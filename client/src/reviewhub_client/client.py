@@ -172,7 +172,7 @@ class ReviewHub:
         with Renewer(lambda: self.renew(call_id, key), claim.lease_seconds):
             try:
                 with running_with(key):
-                    output = str(tool(**arguments))
+                    output = _api.tool_output(tool(**arguments))
             except Exception as exc:
                 self._report(call_id, key, ok=False, output=f"{type(exc).__name__}: {exc}")
                 raise

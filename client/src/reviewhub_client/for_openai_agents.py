@@ -1,6 +1,6 @@
-"""OpenAI Agents SDK: tools with `function_tool(needs_approval=True)`. A run's `interruptions` become ReviewHub
-calls, the serialized `RunState` is kept in the Store until the decisions, then each item is approved or rejected
-and the run resumed, by whichever process (a worker) calls `resume`.
+"""OpenAI Agents SDK: tools with `function_tool(needs_approval=True)`, written the usual way. A run's
+`interruptions` become ReviewHub calls, the serialized `RunState` is kept in the Store until the decisions, then
+each item is approved or rejected and the run resumed, by whichever process (a worker) calls `resume`.
 
 The SDK imports as `agents`: run this in a process whose working directory and sys.path do not hold a project
 that has an `agents` package of its own.
@@ -9,17 +9,26 @@ that has an `agents` package of its own.
     await review.start(text)      # runs until the interruptions, stores the RunState, proposes them
     final = await review.resume()  # here or in a worker: waits for the decisions, resumes, returns final_output
 
-The SDK cannot run a tool with edited arguments; the gate does: inside the tool, `review.gate.execute(
-ctx.tool_call_id, body, note_changes=True)` runs the body with the approved arguments and tells the model."""
+AgentsReview runs the agent with its approval tools wrapped (`gated_agent`): an approved call runs through the
+gate, with the arguments ReviewHub approved (the SDK itself cannot run edited arguments; the model is told what
+the reviewer changed), once across processes. Gate failures (and the tool's own errors) end the run with the
+error (`failure_error_function=None`): the model is never told "An error occurred ... Please try again." after a
+refund that may have happened."""
 
 import asyncio
+import copy
 import json
 from typing import Any
 
-from agents import Runner, RunState
+from agents import Agent, FunctionTool, Runner, RunState
+from agents.tool import set_function_tool_failure_error_function
+from agents.tool_context import ToolContext
 
+from ._adapters import check_ran, execute_async
 from .gate import Gate
 from .models import Call
+
+FIX = "Run the agent through AgentsReview (which wraps its approval tools), not the bare agent."
 
 
 def _arguments(item: Any) -> dict:
@@ -27,9 +36,33 @@ def _arguments(item: Any) -> dict:
     return json.loads(raw) if isinstance(raw, str) and raw else dict(raw or {})
 
 
+def gated_tool(tool: FunctionTool, gate: Gate) -> FunctionTool:
+    """The tool with its body run through `gate.execute` (the approved arguments, once), failing loud."""
+    inner = set_function_tool_failure_error_function(copy.copy(tool), None)  # the body's errors reach the gate
+
+    async def invoke(ctx: ToolContext, _arguments_from_model: str) -> Any:
+        async def run(**arguments: Any) -> Any:
+            return await inner.on_invoke_tool(ctx, json.dumps(arguments))
+
+        return await execute_async(gate, ctx.tool_call_id, run, note_changes=True)
+
+    gated = copy.copy(tool)
+    gated.on_invoke_tool = invoke
+    return set_function_tool_failure_error_function(gated, None)
+
+
+def gated_agent(agent: Agent, gate: Gate) -> Agent:
+    """A clone of the agent whose approval tools (`needs_approval` set) run through the gate."""
+    tools = [
+        gated_tool(tool, gate) if isinstance(tool, FunctionTool) and tool.needs_approval is not False else tool
+        for tool in agent.tools
+    ]
+    return agent.clone(tools=tools)
+
+
 class AgentsReview:
     def __init__(self, agent: Any, gate: Gate, *, max_turns: int = 10):
-        self.agent, self.gate, self.max_turns = agent, gate, max_turns
+        self.agent, self.gate, self.max_turns = gated_agent(agent, gate), gate, max_turns
 
     async def start(self, request: str) -> list[Call]:
         """Run on the user's request until it finishes or is interrupted; returns the calls proposed."""
@@ -56,16 +89,22 @@ class AgentsReview:
             if saved.startswith('{"final_output"'):
                 return json.loads(saved)["final_output"]
             state = await RunState.from_string(self.agent, saved)
-            for item in state.get_interruptions():
-                await asyncio.to_thread(self.gate.propose, item.call_id, item.name, _arguments(item))
-                call = await asyncio.to_thread(self.gate.decision, item.call_id, timeout=timeout)
-                if call.pending:
-                    raise TimeoutError(f"call {call.id} is still pending")
-                if call.decision.approved:
-                    state.approve(item)
-                else:
-                    state.reject(item, rejection_message=call.decision.tool_message())
+            items = state.get_interruptions()
+            for item in items:
+                await self._decide(state, item, timeout)
             await self._after(await Runner.run(self.agent, state, max_turns=self.max_turns))
+            await asyncio.to_thread(check_ran, self.gate, [item.call_id for item in items], fix=FIX)
+
+    async def _decide(self, state: Any, item: Any, timeout: float | None) -> None:
+        """Approve or reject the interruption as the reviewer decided (proposing it first if it never was)."""
+        await asyncio.to_thread(self.gate.propose, item.call_id, item.name, _arguments(item))
+        call = await asyncio.to_thread(self.gate.decision, item.call_id, timeout=timeout)
+        if call.pending:
+            raise TimeoutError(f"call {call.id} is still pending")
+        if call.decision.approved:
+            state.approve(item)
+        else:
+            state.reject(item, rejection_message=call.decision.tool_message())
 
 
 def _reasoning(result: Any) -> str:

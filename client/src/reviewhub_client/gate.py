@@ -64,6 +64,11 @@ class Gate:
         execution = self.hub.execute_once(self.call_for(tool_call_id), body)
         changes = execution.call.decision.changes if execution.call.decision else []
         if note_changes and changes:
-            said = ", ".join(f"{c.field} from {c.before!r} to {c.after!r}" for c in changes)
+            said = ", ".join(f"{c.field} from {_shown(c.before)!r} to {_shown(c.after)!r}" for c in changes)
             return f"Note: a reviewer changed {said} before this ran. {execution.output}"
         return execution.output
+
+
+def _shown(value: Any) -> Any:
+    """A value as the model reads it in a note: a whole float as the integer it is (49, not 49.0)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value

@@ -61,16 +61,24 @@ class Decision(_Model):
         """Approved as proposed or with the reviewer's edit: the call may run with `arguments`."""
         return self.verdict in ("approve", "edit")
 
+    def why(self) -> str:
+        """The reviewer's reason and guidance, both, as one text ("" when they gave neither)."""
+        reason = self.reason.strip()
+        if reason and reason[-1] not in ".!?":
+            reason += "."
+        guidance = f"Guidance from the reviewer: {self.guidance.strip()}" if self.guidance.strip() else ""
+        return " ".join(part for part in (reason, guidance) if part)
+
     def tool_message(self) -> str:
         """What the model should read in place of the tool's result when the call did not run."""
-        if self.verdict == "respond":
-            return self.guidance or self.reason or "The reviewer answered instead of running the tool."
         if self.verdict == "answer":
             return json.dumps({"answer": self.answer}, ensure_ascii=False)
         if self.verdict == "expire":
             return "Not executed: nobody decided this call before it expired."
-        reason = f": {self.reason}" if self.reason else ""
-        return f"Rejected by reviewer{reason}"
+        why = self.why()
+        if self.verdict == "respond":
+            return f"The reviewer did not run this call. {why}" if why else "The reviewer did not run this call."
+        return f"Rejected by reviewer: {why}" if why else "Rejected by reviewer"
 
 
 class Result(_Model):
