@@ -74,6 +74,8 @@ EXPECTED = {
     "approvals:call_answer":              (POST, LOGIN,    404,   403,   404,   403,   403,   403),
     "approvals:call_claim":               (POST, LOGIN,    404,   302,   404,   403,   403,   302),
     "approvals:call_release":             (POST, LOGIN,    404,   302,   404,   302,   403,   302),
+    # the world's refund is pending, its outcome known: whoever may settle calls of its group is told 409
+    "approvals:call_settle":              (POST, LOGIN,    404,   409,   404,   403,   403,   409),
     # the world's call is a refund, not a held model turn: whoever may decide it is told so
     "approvals:turn_decide":              (POST, LOGIN,    404,   403,   404,   403,   403,   403),
     "approvals:run":                      (GET,  LOGIN,    404,   200,   404,   200,   200,   200),
@@ -112,6 +114,7 @@ EXPECTED = {
     "api-v1:call_get":                    (GET,  401,      401,   401,   401,   401,   401,   401),
     "api-v1:call_claim":                  (POST, 401,      401,   401,   401,   401,   401,   401),
     "api-v1:call_report":                 (POST, 401,      401,   401,   401,   401,   401,   401),
+    "api-v1:call_lease_renew":            (POST, 401,      401,   401,   401,   401,   401,   401),
     "api-v1:webhook_create":              (POST, 401,      401,   401,   401,   401,   401,   401),
     # sockets
     "ws/queue/":                          (WS,   SHUT,     SHUT,  OPEN,  OPEN,  OPEN,  SHUT,  OPEN),
