@@ -129,14 +129,13 @@ class Conversation:
         self.error = event.message or "the agent reported an error"
 
     def tool_call(self, call_id: str) -> Seen | None:
-        """A tool call by id: as streamed, else as the messages hold it (a snapshot may be all an agent sends)."""
-        if call_id in self.calls:
-            return self.calls[call_id]
+        """A tool call by id: as the messages hold it (a snapshot may be all an agent sends, and holds the whole
+        arguments), else as streamed."""
         for message in self.messages:
             for tool_call in getattr(message, "tool_calls", None) or []:
-                if tool_call.id == call_id:
+                if tool_call.id == call_id and tool_call.function.arguments:
                     return Seen(call_id, tool_call.function.name, message.id, tool_call.function.arguments)
-        return None
+        return self.calls.get(call_id)
 
     def snapshot_texts(self) -> list[str]:
         """Assistant text only a snapshot told of (an agent that streams no text events): new, not streamed."""

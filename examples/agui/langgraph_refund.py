@@ -38,9 +38,7 @@ def issue_refund(order_id: str, amount: float, reason: str) -> str:
     return f"Refunded ${amount:.2f} on {order_id}."
 
 
-# disable_streaming: the scripted model server answers whole completions only
-model = ChatOpenAI(model="reviewhub-demo", api_key="unused", max_retries=0, disable_streaming=True)
-model = model.bind_tools([issue_refund])
+model = ChatOpenAI(model="reviewhub-demo", api_key="unused", max_retries=0).bind_tools([issue_refund])
 
 
 def call_model(state: MessagesState):
