@@ -11,6 +11,7 @@ import uuid
 
 from ag_ui.core import RunAgentInput, UserMessage
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from approvals import live, services
@@ -74,6 +75,7 @@ def _next_exchange(run: Run) -> Exchange | None:
         return Exchange.objects.create(run=run, seq=0, input=_input(run, thread.thread_id, [first]))
     if last.status == Exchange.Status.FAILED and run.status == Run.Status.QUEUED:  # Retry: the same input again
         Exchange.objects.filter(pk=last.pk).update(status=Exchange.Status.READY, attempts=0)
+        last.status, last.attempts = Exchange.Status.READY, 0
         return last
     if last.status == Exchange.Status.READY:
         return last
@@ -101,7 +103,7 @@ def exchange_claim(*, exchange: Exchange) -> bool:
     """READY -> SENDING: exactly one caller sends it."""
     now = timezone.now()
     won = Exchange.objects.filter(pk=exchange.pk, status=Exchange.Status.READY).update(
-        status=Exchange.Status.SENDING, claimed_at=now, attempts=exchange.attempts + 1
+        status=Exchange.Status.SENDING, claimed_at=now, attempts=F("attempts") + 1
     )
     if won:
         exchange.refresh_from_db()

@@ -16,3 +16,11 @@ def advance_agui_run(run_id: int) -> None:
 
 def advance_later(run_id: int, countdown: float = 0) -> None:
     background(advance_agui_run, run_id, countdown=countdown, pool="agui", threads=2)
+
+
+@shared_task(ignore_result=True)
+def sweep_exchanges() -> int:
+    """Periodic (settings.PERIODIC_WORK): fail the runs whose exchange's sender stopped (agui/sweep.py)."""
+    from .sweep import stalled_fail
+
+    return stalled_fail()

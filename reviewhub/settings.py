@@ -262,6 +262,7 @@ PERIODIC_WORK = {
     "webhook-deliveries-due": Periodic("remote.tasks.deliver_due", 60.0),
     "email-digests": Periodic("ops.tasks.email_digests", 60.0 * NOTIFY_DIGEST_MINUTES),
     "sweep-stuck-runs": Periodic("agents.tasks.sweep", float(SWEEP_INTERVAL_SECONDS), expires=True),
+    "agui-stalled-exchanges": Periodic("agui.tasks.sweep_exchanges", float(SWEEP_INTERVAL_SECONDS), expires=True),
 }
 CELERY_BEAT_SCHEDULE = beat_schedule(PERIODIC_WORK)
 
