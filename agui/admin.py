@@ -75,6 +75,12 @@ class AguiAgentAdmin(admin.ModelAdmin):
     list_display = ["name", "title", "endpoint_url", "created_at"]
     search_fields = ["name"]
 
+    def get_fields(self, request, obj=None):
+        fields = super().get_fields(request, obj)
+        if not self.has_change_permission(request, obj) and obj is not None:
+            return [f for f in fields if f != "secret_value"]  # a read-only page never shows the secret
+        return fields
+
     def get_readonly_fields(self, request, obj=None):
         return ["name"] if obj is not None else []  # its calls are named after it
 

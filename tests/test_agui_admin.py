@@ -42,3 +42,14 @@ def test_a_good_entry_declares_its_tools_sends_its_secret_and_is_offered_on_new_
     assert names == {"issue_refund", "question"}
     assert ("refunds", "refunds (AG-UI)") in choices()
     assert "s3cret" not in admin_client.get(f"/admin/agui/aguiagent/{agent.pk}/change/").content.decode()
+
+
+def test_an_auditor_reads_the_agent_but_never_its_secret(admin_client, client, roles, django_user_model):
+    from tests.conftest import _user
+
+    post(admin_client, {"issue_refund": REFUND_TOOL})
+    agent = AguiAgent.objects.get()
+    client.force_login(_user(django_user_model, "audrey", "auditors", is_staff=True))
+    page = client.get(f"/admin/agui/aguiagent/{agent.pk}/change/")
+    assert page.status_code == 200 and "refunds" in page.content.decode()
+    assert "s3cret" not in page.content.decode()
