@@ -64,9 +64,26 @@ class Agent:
         return next((c for c in self.checkpoints if c.pauses == BEFORE_FINAL_ANSWER), None)
 
 
+@dataclass(frozen=True)
+class Starter:
+    """Agents of another kind that runs are started with (agui/ adds its AG-UI agents): `choices()` lists them
+    as (name, title), `start(name=..., request=..., requested_by=..., dry_run=...)` starts a run of one."""
+
+    choices: Callable[[], list[tuple[str, str]]]
+    start: Callable[..., object]
+
+
 class Registry:
     def __init__(self):
         self._agents: dict[str, Agent] = {}
+        self.starters: list[Starter] = []
+
+    def add_starter(self, starter: Starter) -> None:
+        self.starters.append(starter)
+
+    def starter_for(self, name: str) -> Starter | None:
+        """The starter of the agent of this name, when it is not one of ours."""
+        return next((s for s in self.starters if name in dict(s.choices())), None)
 
     def register(self, agent: Agent) -> Agent:
         """Add (or replace) an agent, and tell the tool registry which tools its runs may call
@@ -82,11 +99,12 @@ class Registry:
         return list(self._agents.values())
 
     def names(self) -> list[str]:
-        return sorted(self._agents)
+        """Every agent a run can be started with: ours and the starters'."""
+        return sorted(set(self._agents) | {name for s in self.starters for name, _ in s.choices()})
 
 
 registry = Registry()
 
 
 def choices() -> list[tuple[str, str]]:
-    return [(a.name, a.title) for a in registry.all()]
+    return [(a.name, a.title) for a in registry.all()] + [c for s in registry.starters for c in s.choices()]

@@ -4,7 +4,8 @@ It plays whatever agent the apps script (an app registers a script in its
 AppConfig.ready(): `model_server.register_script(respond)`; the demo shop's is
 shop/script.py), so the demo and the tests go through the real openai client
 over real HTTP. A script gets the chat request and returns (content, tool calls),
-or None to leave it to the next script. Tests can also queue exact
+or None to leave it to the next script (every answer comes as a stream when the
+request says "stream": true). Tests can also queue exact
 replies:  POST /_script  {"replies": [{"content": "...", "tool_calls": [{"name": "...", "arguments": {...}}]},
                                         {"error": 500}, {"malformed": true}]}
 GET /_requests returns the chat requests received so far; POST /_reset clears both.
@@ -85,6 +86,22 @@ def completion(request: dict, content: str, calls: list[dict]) -> dict:
     }
 
 
+def chunks(request: dict, answer: dict) -> bytes:
+    """The same completion as a stream (`"stream": true`): one chunk with the whole message, one with the finish
+    reason (and the usage when stream_options asks), then [DONE] — as Server-Sent Events."""
+    choice = answer["choices"][0]
+    message = choice["message"]
+    delta = {"role": "assistant", "content": message.get("content")}
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+    head = {key: answer[key] for key in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    events = [head | {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]}]
+    events.append(head | {"choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
+    if (request.get("stream_options") or {}).get("include_usage"):
+        events.append(head | {"choices": [], "usage": answer["usage"]})
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+
+
 class Handler(BaseHTTPRequestHandler):
     server: ModelServer
     protocol_version = "HTTP/1.1"  # keep-alive, as real model APIs do (every answer has a Content-Length)
@@ -96,6 +113,16 @@ class Handler(BaseHTTPRequestHandler):
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _answer(self, request: dict, answer: dict) -> None:
+        if not request.get("stream"):
+            return self._json(200, answer)
+        data = chunks(request, answer)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -130,14 +157,14 @@ class Handler(BaseHTTPRequestHandler):
             scripted = self.server.script.pop(0) if self.server.script else None
         if scripted is None:
             content, calls = respond(body)
-            return self._json(200, completion(body, content, calls))
+            return self._answer(body, completion(body, content, calls))
         if scripted.get("delay"):
             time.sleep(scripted["delay"])
         if scripted.get("error"):
             return self._json(scripted["error"], {"error": {"message": "scripted failure", "type": "server_error"}})
         if scripted.get("malformed"):
             return self._json(200, {"id": "x", "object": "chat.completion", "choices": []})
-        return self._json(200, completion(body, scripted.get("content") or "", scripted.get("tool_calls") or []))
+        return self._answer(body, completion(body, scripted.get("content") or "", scripted.get("tool_calls") or []))
 
 
 def serve(host: str = "127.0.0.1", port: int = 0) -> ModelServer:

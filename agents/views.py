@@ -8,6 +8,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from approvals import access
+from approvals.services import NotAllowed
 
 from . import agents, services
 
@@ -40,13 +41,16 @@ def new_run(request: HttpRequest) -> HttpResponse:
         if requester is None:
             form.add_error(None, f"The demo's agent account “{settings.REVIEWHUB_DEMO_RUNS_AS}” does not exist.")
         else:
-            run = services.run_start(
-                agent_name=form.cleaned_data["agent"],
-                request=form.cleaned_data["request"],
-                requested_by=requester,
-                dry_run=form.cleaned_data["dry_run"],
-            )
-            return redirect("approvals:run", pk=run.pk)
+            try:
+                run = services.run_start(
+                    agent_name=form.cleaned_data["agent"],
+                    request=form.cleaned_data["request"],
+                    requested_by=requester,
+                    dry_run=form.cleaned_data["dry_run"],
+                )
+                return redirect("approvals:run", pk=run.pk)
+            except NotAllowed as exc:  # e.g. a dry run of an agent that runs its own tools (an AG-UI agent)
+                form.add_error("dry_run", str(exc))
     decides, why = access.decides_runs_of(request.user, requester)
     context = {"form": form, "runs_as": settings.REVIEWHUB_DEMO_RUNS_AS, "agents": agents.registry.all()}
     context["cannot_decide"] = "" if decides else why

@@ -7,7 +7,7 @@ from django.contrib.auth.models import Group, Permission
 from .access import AUDITORS, REVIEW_PERMISSION
 
 REVIEWERS = "reviewers"
-READ_APPS = ["approvals", "shop", "remote", "gateway"]
+READ_APPS = ["approvals", "shop", "remote", "gateway", "agui"]
 
 
 def reviewers_group() -> Group:

@@ -116,6 +116,7 @@ INSTALLED_APPS = [
     "approvals",
     "agents",
     "remote",
+    "agui",
     "shop",
     "ops",
     "gateway",
@@ -262,6 +263,7 @@ PERIODIC_WORK = {
     "webhook-deliveries-due": Periodic("remote.tasks.deliver_due", 60.0),
     "email-digests": Periodic("ops.tasks.email_digests", 60.0 * NOTIFY_DIGEST_MINUTES),
     "sweep-stuck-runs": Periodic("agents.tasks.sweep", float(SWEEP_INTERVAL_SECONDS), expires=True),
+    "agui-stalled-exchanges": Periodic("agui.tasks.sweep_exchanges", float(SWEEP_INTERVAL_SECONDS), expires=True),
 }
 CELERY_BEAT_SCHEDULE = beat_schedule(PERIODIC_WORK)
 
@@ -281,6 +283,14 @@ REVIEWHUB_RESUME = env_str("REVIEWHUB_RESUME", "agents.dispatch.enqueue_advance"
 # Runs of agents that run elsewhere (the agent API) are told of decisions through this seam instead:
 # it wakes their long-polls and sends their webhooks; their agents execute their own calls.
 REVIEWHUB_REMOTE_RESUME = env_str("REVIEWHUB_REMOTE_RESUME", "remote.resume.run_decided")
+# Runs of AG-UI agents (agui/): the decisions resume the agent with a RunAgentInput, from a background task.
+REVIEWHUB_AGUI_RESUME = env_str("REVIEWHUB_AGUI_RESUME", "agui.resume.run_decided")
+# Which of the settings above resumes a run, by its advanced_by (the one seam approvals/ asks).
+RESUME_SEAMS = {"local": "REVIEWHUB_RESUME", "remote": "REVIEWHUB_REMOTE_RESUME", "agui": "REVIEWHUB_AGUI_RESUME"}
+# An AG-UI agent that cannot be reached is tried again this many times, this many seconds apart, then the run fails.
+AGUI_CONNECT_ATTEMPTS = env_int("AGUI_CONNECT_ATTEMPTS", 5)
+AGUI_RETRY_SECONDS = float(env_str("AGUI_RETRY_SECONDS", "5"))
+AGUI_TIMEOUT_SECONDS = float(env_str("AGUI_TIMEOUT_SECONDS", "300"))
 # An approved call a remote agent has not reported on this long is flagged (trail, run page) by the sweep.
 REMOTE_REPORT_SECONDS = env_int("REMOTE_REPORT_SECONDS", 3600)
 REVIEWHUB_API_MAX_BODY_BYTES = env_int("REVIEWHUB_API_MAX_BODY_BYTES", 256 * 1024)

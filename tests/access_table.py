@@ -138,6 +138,7 @@ ADMIN_MODELS = {
     "remote.remoteagent": RECORD, "remote.agenttoken": RECORD, "remote.declaredtool": RECORD,
     "remote.webhookdelivery": RECORD, "remote.webhook": EDITABLE,
     "gateway.gateway": EDITABLE, "gateway.upstream": EDITABLE,
+    "agui.aguiagent": EDITABLE, "agui.exchange": RECORD,
 }
 ADMIN_MODEL_PAGES = {
     # page               (audrey, root) for: RECORD      EDITABLE    ACCOUNTS
@@ -269,6 +270,7 @@ def _remote_rows() -> dict:
     hook = Webhook.objects.create(agent=agent, url="https://agent.example.com/hook", secret="whsec_" + "A" * 32)
     WebhookDelivery.objects.create(webhook=hook, tool_call=call, message_id="msg_access")
     _gateway_rows()
+    _agui_rows(call.run)
     return {"name": "count", "call_id": call.pk}
 
 
@@ -279,6 +281,15 @@ def _gateway_rows() -> None:
 
     gateway = gateway_services.gateway_create(name="mcp-access")
     Upstream.objects.create(gateway=gateway, name="shop", command="python server.py")
+
+
+def _agui_rows(run) -> None:
+    """An AG-UI agent (never reached here) and one exchange."""
+    from agui.models import AguiAgent, Exchange
+    from agui.services import agent_save
+
+    agent_save(agent=AguiAgent(name="agui-access", endpoint_url="http://127.0.0.1:9/"))
+    Exchange.objects.create(run=run, seq=0, agui_run_id="run-access")
 
 
 def _ops_rows(users: dict) -> None:

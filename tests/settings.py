@@ -63,3 +63,4 @@ MODEL_RETRY_BACKOFF = 0.01
 OPENAI_MAX_RETRIES = 2
 OPENAI_TIMEOUT = 10
 OPENAI_BASE_URL = "http://127.0.0.1:9/v1"  # replaced by the model_server fixture
+REVIEWHUB_AGUI_RESUME = "tests.support.record_resume"  # AG-UI runs too: tests advance them explicitly

@@ -19,6 +19,7 @@ class Run(models.Model):
     class AdvancedBy(models.TextChoices):
         LOCAL = "local", "ReviewHub's agent runtime"
         REMOTE = "remote", "An agent that runs elsewhere (the agent API)"
+        AGUI = "agui", "An AG-UI agent that ReviewHub posts its input to (agui/)"
 
     ACTIVE = (Status.QUEUED, Status.RUNNING, Status.WAITING)
 
@@ -34,8 +35,9 @@ class Run(models.Model):
     thinking = models.BooleanField(default=False)
     last_error = models.TextField(blank=True)
     dry_run = models.BooleanField(default=False)
-    # Who takes the run further after a decision: the local loop (settings.REVIEWHUB_RESUME), or a remote
-    # agent that executes its own calls and hears of decisions by long-poll and webhook (REVIEWHUB_REMOTE_RESUME).
+    # Who takes the run further after a decision: the local loop (settings.REVIEWHUB_RESUME), a remote agent
+    # that executes its own calls and hears of decisions by long-poll and webhook (REVIEWHUB_REMOTE_RESUME), or an
+    # AG-UI agent that ReviewHub resumes with the decisions (REVIEWHUB_AGUI_RESUME). See settings.RESUME_SEAMS.
     advanced_by = models.CharField(max_length=8, choices=AdvancedBy.choices, default=AdvancedBy.LOCAL)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -50,7 +52,8 @@ class Run(models.Model):
 
     @property
     def is_remote(self) -> bool:
-        return self.advanced_by == self.AdvancedBy.REMOTE
+        """The run's agent lives elsewhere and executes its own calls (the agent API's, or an AG-UI agent)."""
+        return self.advanced_by != self.AdvancedBy.LOCAL
 
     @property
     def is_active(self) -> bool:

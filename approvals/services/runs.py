@@ -22,15 +22,14 @@ def turn_lease() -> timedelta:
 
 
 def request_resume(run_id: int, *, approved: bool = False) -> None:
-    """Ask whoever advances this run to take it further, once the transaction commits: the local agent
-    loop (settings.REVIEWHUB_RESUME), or for a run a remote agent advances, whatever tells that agent
-    (settings.REVIEWHUB_REMOTE_RESUME: wake its long-polls, send its webhooks). Never both.
+    """Ask whoever advances this run to take it further, once the transaction commits: the seam named for the
+    run's advanced_by in settings.RESUME_SEAMS (the local agent loop, REVIEWHUB_RESUME, by default; for a run
+    a remote agent advances, whatever tells that agent; for an AG-UI agent's, what resumes it). Never two.
 
     `approved`: this transaction approved one of the run's calls to run, so the resumption need not ask
     the database whether there is one (the seam's callables take it as a keyword)."""
     advanced_by = Run.objects.filter(pk=run_id).values_list("advanced_by", flat=True).first()
-    remote = advanced_by == Run.AdvancedBy.REMOTE
-    resume = import_string(settings.REVIEWHUB_REMOTE_RESUME if remote else settings.REVIEWHUB_RESUME)
+    resume = import_string(getattr(settings, settings.RESUME_SEAMS.get(advanced_by, "REVIEWHUB_RESUME")))
     transaction.on_commit(lambda: resume(run_id, approved=approved))
 
 

@@ -1,0 +1,104 @@
+"""The admin of AG-UI agents: name, endpoint, an optional secret header, and the tools that need review."""
+
+import re
+
+from django import forms
+from django.contrib import admin
+from pydantic import ValidationError as PydanticError
+
+from agents.agents import registry as agents
+from remote.declared import schema_problem, template_problem
+from remote.models import TOOL_NAME_PATTERN, RemoteAgent
+from remote.schemas import ToolIn
+from remote.targets import url_problem
+
+from .models import AguiAgent, Exchange
+from .services import agent_save
+
+EXAMPLE = '{"refund": {"input_schema": {"type": "object", ...}, "tier": "approval", "description_template": "..."}}'
+
+
+def tool_problems(name: str, declaration) -> list[str]:
+    """What is wrong with one tool's declaration, in the words the agent API uses."""
+    if not re.match(TOOL_NAME_PATTERN, name):
+        return [f"{name!r}: a tool name is letters, digits, - and _ (at most 64)."]
+    try:
+        tool = ToolIn.model_validate(declaration)
+    except PydanticError as exc:
+        return [f"{name}: {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+    problems = [schema_problem(tool.input_schema), template_problem(tool.description_template)]
+    return [f"{name}: {p}" for p in problems if p]
+
+
+class AguiAgentForm(forms.ModelForm):
+    secret_value = forms.CharField(
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="Sent as the header's value; never shown again. Leave empty to keep the stored one.",
+    )
+
+    class Meta:
+        model = AguiAgent
+        fields = ["name", "title", "endpoint_url", "secret_header", "secret_value", "tools"]
+        help_texts = {"tools": f"By name, as the agent API declares them: {EXAMPLE}"}
+
+    def clean_name(self):
+        name = self.cleaned_data["name"]
+        if agents.get(name) is not None:
+            raise forms.ValidationError("ReviewHub's own agent has this name; pick another.")
+        if self.instance.pk is None and RemoteAgent.objects.filter(name=name).exists():
+            raise forms.ValidationError("A remote agent (the agent API) has this name; pick another.")
+        return name
+
+    def clean_endpoint_url(self):
+        url = self.cleaned_data["endpoint_url"]
+        if problem := url_problem(url):
+            raise forms.ValidationError(problem)
+        return url
+
+    def clean_tools(self):
+        tools = self.cleaned_data["tools"] or {}
+        if not isinstance(tools, dict):
+            raise forms.ValidationError(f"An object of declarations by tool name, e.g. {EXAMPLE}")
+        problems = [p for name, declaration in tools.items() for p in tool_problems(name, declaration)]
+        if problems:
+            raise forms.ValidationError(problems)
+        return {name: ToolIn.model_validate(d).model_dump() for name, d in tools.items()}
+
+    def clean_secret_value(self):
+        return self.cleaned_data["secret_value"] or (self.instance.secret_value if self.instance.pk else "")
+
+
+@admin.register(AguiAgent)
+class AguiAgentAdmin(admin.ModelAdmin):
+    form = AguiAgentForm
+    list_display = ["name", "title", "endpoint_url", "created_at"]
+    search_fields = ["name"]
+
+    def get_fields(self, request, obj=None):
+        fields = super().get_fields(request, obj)
+        if not self.has_change_permission(request, obj) and obj is not None:
+            return [f for f in fields if f != "secret_value"]  # a read-only page never shows the secret
+        return fields
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["name"] if obj is not None else []  # its calls are named after it
+
+    def save_model(self, request, obj, form, change):
+        agent_save(agent=obj)
+
+
+@admin.register(Exchange)
+class ExchangeAdmin(admin.ModelAdmin):
+    list_display = ["run", "seq", "status", "attempts", "created_at"]
+    list_filter = ["status"]
+    readonly_fields = ["run", "seq", "agui_run_id", "input", "status", "attempts", "last_error", "claimed_at"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
