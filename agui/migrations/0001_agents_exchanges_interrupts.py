@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ("approvals", "0014_run_advanced_by_agui"),
+        ("approvals", "0015_run_advanced_by_agui"),
         ("remote", "0002_turns_remotecall_without_tool"),
     ]
 

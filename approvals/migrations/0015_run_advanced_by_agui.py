@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("approvals", "0013_lean_indexes"),
+        ("approvals", "0014_lease_and_outcome_unknown"),
     ]
 
     operations = [
