@@ -10,6 +10,7 @@ viewers with the same viewer_key().
 from .access import can_decide
 from .checkpoints import stage_calls
 from .models import Decision, ToolCall
+from .planted import planted
 from .questions import answer_fields, payload_table
 
 PANEL_TEMPLATE = "approvals/partials/call_panel.html"
@@ -25,6 +26,8 @@ def panel_context(user, call: ToolCall, decision: Decision | None) -> dict:
         "decided_by_you": decision is not None and decision.reviewer_id == user.pk,
         **question_context(call),
     }
+    if context["decided_by_you"] and not call.is_pending:  # a practice call: its reviewer is told what it was
+        context["practice_feedback"] = planted.feedback(call.pk)
     if call.kind == ToolCall.Kind.CHECKPOINT:  # the run's calls this viewer may read: part of viewer_key
         context["stage_calls"] = stage_calls(user, call)
     return context

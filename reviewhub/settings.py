@@ -119,6 +119,7 @@ INSTALLED_APPS = [
     "shop",
     "ops",
     "gateway",
+    "practice",
 ]
 
 MIDDLEWARE = [
@@ -261,6 +262,7 @@ PERIODIC_WORK = {
     "webhook-deliveries-due": Periodic("remote.tasks.deliver_due", 60.0),
     "email-digests": Periodic("ops.tasks.email_digests", 60.0 * NOTIFY_DIGEST_MINUTES),
     "sweep-stuck-runs": Periodic("agents.tasks.sweep", float(SWEEP_INTERVAL_SECONDS), expires=True),
+    "plant-practice-calls": Periodic("practice.tasks.plant_due", float(env_int("PRACTICE_PLANT_SECONDS", 30)), True),
 }
 CELERY_BEAT_SCHEDULE = beat_schedule(PERIODIC_WORK)
 

@@ -12,6 +12,7 @@ from django.utils import timezone
 from .. import audit, live, policy
 from ..hashing import args_hash
 from ..models import Decision, ToolCall, ToolSetting
+from ..planted import planted
 from ..text import edit_summary
 from ..tools import ArgumentsInvalid, Ask, Tool, ToolContext, registry
 from .deadlines import set_deadline
@@ -33,6 +34,7 @@ def toolcall_claim(*, call: ToolCall) -> bool:
     A call left executing by a worker that died is taken again after the lease;
     the tool's idempotency key makes that second attempt harmless.
     """
+    planted.refuse(call)  # and whoever else claims one
     now = timezone.now()
     fresh = ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED)
     lapsed = now - execution_lease()
@@ -153,6 +155,8 @@ def toolcall_execute(*, call: ToolCall, loaded: bool = False) -> bool:
     """
     if not loaded:
         call = runnable_calls(pk=call.pk).first()
+    if call is not None:
+        planted.refuse(call)  # a practice call is never executed: PracticeRefused (approvals/planted.py)
     if call is None or call.run.is_remote:
         return False  # a remote agent's call is executed by its agent, through the agent API's claim and report
     if call.kind not in EXECUTABLE:

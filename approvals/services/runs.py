@@ -11,6 +11,7 @@ from django.utils.module_loading import import_string
 
 from .. import access, audit, live
 from ..models import Message, Run, ToolCall
+from ..planted import planted
 from .errors import require
 from .transcript import message_append
 
@@ -28,6 +29,8 @@ def request_resume(run_id: int, *, approved: bool = False) -> None:
 
     `approved`: this transaction approved one of the run's calls to run, so the resumption need not ask
     the database whether there is one (the seam's callables take it as a keyword)."""
+    if planted.is_practice_run(run_id):
+        return  # a practice run is never advanced: nobody is told of its decisions (approvals/planted.py)
     advanced_by = Run.objects.filter(pk=run_id).values_list("advanced_by", flat=True).first()
     remote = advanced_by == Run.AdvancedBy.REMOTE
     resume = import_string(settings.REVIEWHUB_REMOTE_RESUME if remote else settings.REVIEWHUB_RESUME)
