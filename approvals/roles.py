@@ -7,7 +7,7 @@ from django.contrib.auth.models import Group, Permission
 from .access import AUDITORS, PRACTICE_PERMISSION, REVIEW_PERMISSION
 
 REVIEWERS = "reviewers"
-READ_APPS = ["approvals", "shop", "remote", "gateway"]
+READ_APPS = ["approvals", "shop", "remote", "gateway", "practice"]
 
 
 def reviewers_group() -> Group:
