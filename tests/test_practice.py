@@ -9,6 +9,7 @@ from approvals.models import AuditEvent, PolicyRule, ToolCall
 from approvals.planted import PracticeRefused
 from practice.models import PracticeCall, PracticeSetting
 from practice.services import practice_plant, practice_plant_due
+from shop import demo_data
 from shop.models import Refund
 
 from .practicing import MISTAKES, plant, practice_of, real_refund
@@ -166,3 +167,12 @@ def test_practice_calls_are_planted_at_the_configured_rate_from_the_newest_real_
     assert len(planted) == 1 and planted[0].source_id == second.pk
     assert planted[0].tool_call.arguments["amount"] == 1299.0
     assert practice_plant_due() == []  # the count starts again after a practice call
+
+
+def test_the_demo_plants_a_practice_call_once_its_first_two_refunds_wait(run):
+    demo_data.seed_practice()
+    real_refund(run)
+    propose(run, "issue_refund", {"order_id": "A-1002", "amount": 35, "reason": "Missing sock"}, "call_2")
+
+    (planted,) = practice_plant_due(choose=lambda mistakes: None)
+    assert planted.tool_call.status == ToolCall.Status.PENDING and planted.tool_name == "issue_refund"
