@@ -3,6 +3,8 @@ registers here when Django starts, and approvals/ asks here, never importing it.
 
 - is_practice_run(run_id): asked before every execution claim and every resumption; a practice call is
   refused (PracticeRefused), its run is never advanced. Fail closed: a lookup that fails raises.
+- finish_run(run_id): instead of a resumption (after an expiry, say): the practice run ends once nothing in it
+  waits, so the sweep never finds it stuck.
 - settle(call, decision): a decision on a practice call is scored and told, instead of applied.
 - hide(queryset): the calls an agent may be shown, without practice calls.
 - feedback(call_id): once a practice call is decided, what its reviewer is told ("" for any other call).
@@ -21,9 +23,11 @@ class Planted:
         self._settle: Callable[..., bool] = lambda *, call, decision: False
         self._hide: Callable = lambda queryset: queryset
         self._feedback: Callable[[int], str] = lambda call_id: ""
+        self._finish_run: Callable[[int], None] = lambda run_id: None
 
-    def register(self, *, is_practice_run: Callable[[int], bool], settle: Callable[..., bool], hide, feedback):
-        self._is_practice_run, self._settle, self._hide, self._feedback = is_practice_run, settle, hide, feedback
+    def register(self, *, is_practice_run, settle, hide, feedback, finish_run):
+        self._is_practice_run, self._settle, self._hide = is_practice_run, settle, hide
+        self._feedback, self._finish_run = feedback, finish_run
 
     def is_practice_run(self, run_id: int) -> bool:
         return bool(self._is_practice_run(run_id))
@@ -42,6 +46,9 @@ class Planted:
 
     def feedback(self, call_id: int) -> str:
         return self._feedback(call_id)
+
+    def finish_run(self, run_id: int) -> None:
+        self._finish_run(run_id)
 
 
 planted = Planted()

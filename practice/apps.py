@@ -16,4 +16,5 @@ class PracticeConfig(AppConfig):
             settle=services.practice_settle,
             hide=guard.without_practice,
             feedback=services.feedback_for,
+            finish_run=services.practice_run_finish,
         )

@@ -155,6 +155,14 @@ def practice_settle(*, call: ToolCall, decision: Decision) -> bool:
     return True
 
 
+def practice_run_finish(run_id: int) -> None:
+    """A practice run that nothing waits in any more (its call expired) is over: completed, never advanced."""
+    now = timezone.now()
+    runs = Run.objects.filter(pk=run_id, status__in=Run.ACTIVE).exclude(tool_calls__status=ToolCall.Status.PENDING)
+    if runs.update(status=Run.Status.COMPLETED, finished_at=now, updated_at=now):
+        live.run_changed(run_id)
+
+
 def feedback_for(call_id: int) -> str:
     """What the reviewer is told once a practice call is decided ("" for a real call or one still waiting)."""
     practice = PracticeCall.objects.select_related("tool_call").filter(tool_call_id=call_id).first()

@@ -1,7 +1,10 @@
 """Practice calls: planted from a real call with one declared mistake, waiting like any call, never executed on
 any path, never shown to an agent, scored when decided and the reviewer told at once."""
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from agents import loop
 from approvals import audit, services
@@ -154,6 +157,9 @@ def test_expiry_of_a_practice_call_counts_as_not_seen_and_resumes_nothing(source
     assert practice.settled_outcome == PracticeCall.Outcome.NOT_SEEN
     assert practice.feedback().endswith("Nobody decided it before its deadline.")
     assert resumed == []
+    call.run.refresh_from_db()
+    assert call.run.status == "completed"  # over: the sweep never finds it stuck
+    assert call.run_id not in services.stuck_runs(now=timezone.now() + timedelta(days=1))
 
 
 def test_practice_calls_are_planted_at_the_configured_rate_from_the_newest_real_call(run):

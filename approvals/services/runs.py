@@ -29,8 +29,9 @@ def request_resume(run_id: int, *, approved: bool = False) -> None:
 
     `approved`: this transaction approved one of the run's calls to run, so the resumption need not ask
     the database whether there is one (the seam's callables take it as a keyword)."""
-    if planted.is_practice_run(run_id):
-        return  # a practice run is never advanced: nobody is told of its decisions (approvals/planted.py)
+    if planted.is_practice_run(run_id):  # never advanced: it ends once nothing in it waits (approvals/planted.py)
+        planted.finish_run(run_id)
+        return
     advanced_by = Run.objects.filter(pk=run_id).values_list("advanced_by", flat=True).first()
     remote = advanced_by == Run.AdvancedBy.REMOTE
     resume = import_string(settings.REVIEWHUB_REMOTE_RESUME if remote else settings.REVIEWHUB_RESUME)
