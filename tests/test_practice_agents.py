@@ -10,6 +10,7 @@ from gateway import services as gateway_services
 from practice.models import PracticeCall
 from remote import services as remote_services
 from remote.errors import Conflict, NotFound
+from remote.models import Webhook, WebhookDelivery
 from remote.schemas import ToolIn
 
 from .agentapi import PROPOSAL, REFUND_TOOL
@@ -67,3 +68,20 @@ def test_agents_are_never_shown_a_practice_call(approved):
     agent, call, _ = approved
     assert not access.agent_calls(agent.agent.user).filter(pk=call.pk).exists()
     assert access.agent_calls(agent.agent.user, ToolCall.objects.exclude(pk=call.pk)).count() == 0
+
+
+def _decide(call: ToolCall, reviewer, capture) -> None:
+    with capture(execute=True):
+        services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="reject", shown_hash=call.review_hash)
+
+
+def test_a_decision_on_a_practice_call_sends_no_webhook(refund_agent, reviewer, django_capture_on_commit_callbacks):
+    Webhook.objects.create(agent=refund_agent.agent, url="http://127.0.0.1:9/hook", secret="whsec_test")
+    real = ToolCall.objects.get(pk=refund_agent.propose()["id"])
+    practice = ToolCall.objects.get(pk=refund_agent.propose(thread_id="support-4712", idempotency_key="2")["id"])
+    _as_practice(practice)
+
+    _decide(real, reviewer, django_capture_on_commit_callbacks)
+    _decide(practice, reviewer, django_capture_on_commit_callbacks)
+
+    assert list(WebhookDelivery.objects.values_list("tool_call_id", flat=True)) == [real.pk]
