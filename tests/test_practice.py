@@ -182,3 +182,17 @@ def test_the_demo_plants_a_practice_call_once_its_first_two_refunds_wait(run):
 
     (planted,) = practice_plant_due(choose=lambda mistakes: None)
     assert planted.tool_call.status == ToolCall.Status.PENDING and planted.tool_name == "issue_refund"
+
+
+def test_the_card_tells_the_reviewer_at_once_and_only_them(source, reviewer, reviewer2, client):
+    call = plant(source)
+    client.force_login(reviewer)
+
+    response = client.post(
+        f"/calls/{call.pk}/reject/", {"arguments_hash": call.review_hash, "reason": "ten times"}, HTTP_HX_REQUEST="true"
+    )
+
+    told = "This was a practice call: the refund ($490.00) was ten times the order total ($49.00). You caught it."
+    assert told in response.content.decode()
+    client.force_login(reviewer2)
+    assert "practice call" not in client.get(f"/calls/{call.pk}/", HTTP_HX_REQUEST="true").content.decode()

@@ -72,7 +72,9 @@ def test_agents_are_never_shown_a_practice_call(approved):
 
 def _decide(call: ToolCall, reviewer, capture) -> None:
     with capture(execute=True):
-        services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="reject", shown_hash=call.review_hash)
+        services.toolcall_decide(
+            call_id=call.pk, reviewer=reviewer, verdict="reject", shown_hash=call.review_hash, reason="No."
+        )
 
 
 def test_a_decision_on_a_practice_call_sends_no_webhook(refund_agent, reviewer, django_capture_on_commit_callbacks):
