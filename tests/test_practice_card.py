@@ -1,15 +1,19 @@
 """Until it is decided, a practice call looks exactly like a real one: its card (page, pane, push) and its
 queue row are the same HTML as those of a real call with the same arguments, but for the ids."""
 
+import json
 import re
 from datetime import timedelta
 from html.parser import HTMLParser
 
 import pytest
+from django.core import mail
 from django.utils import timezone
 
 from approvals import fanout
 from approvals.models import Message, Run, ToolCall
+from ops import notify, slack
+from ops.models import NotificationPreference
 
 from .practicing import plant, real_refund
 from .reviewing import propose
@@ -98,3 +102,23 @@ def test_a_practice_calls_queue_row_is_the_same_html_as_a_real_calls(pair, clien
     client.force_login(reviewer)
 
     assert structure(_row(client, practice), practice) == structure(_row(client, real), real)
+
+
+def _without_ids(text: str, call: ToolCall) -> str:
+    return re.sub(rf"\b{call.pk}\b", "PK", re.sub(rf"\brun {call.run_id}\b", "run RUN", text))
+
+
+def test_a_practice_calls_email_and_slack_message_are_the_same_as_a_real_calls(pair, reviewer, settings):
+    settings.REVIEWHUB_SITE_URL = "https://reviewhub.example.com"
+    reviewer.email = "alice@shop.example"
+    reviewer.save()
+    NotificationPreference.objects.create(user=reviewer, email=NotificationPreference.Email.EACH)
+    for call in pair:
+        notify.call_waiting(call_id=call.pk)
+
+    practice, real = pair
+    mails = [_without_ids(f"{sent.subject}\n{sent.body}", call) for sent, call in zip(mail.outbox, pair)]
+    assert len(mail.outbox) == 2 and mails[0] == mails[1]
+    assert f"/calls/{practice.pk}/" in mail.outbox[0].body
+    posts = [_without_ids(json.dumps(slack.blocks(call)), call) for call in pair]
+    assert posts[0] == posts[1] and "issue_refund" in posts[0]
