@@ -1,8 +1,9 @@
 """Catch rates: of the practice calls planted in a window, how many each reviewer, tool and group caught.
 
 caught / (caught + missed + not seen) with a 95 % Wilson score interval; calls still waiting are counted
-apart, never in the rate. Beside it, the median time from opening the card to deciding, on practice calls
-against real ones (the decision's trail record: approvals/services/shown.py)."""
+apart, never in the rate. Beside it, from the real calls' decisions (their trail records,
+approvals/services/shown.py): the median time from opening the card to deciding, on practice calls against real
+ones, and the other signs of inattention: how many real calls were approved, and how many in a batch."""
 
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -40,6 +41,9 @@ class CatchRow:
     waiting: int = 0
     practice_seconds: list[float] = field(default_factory=list)
     real_seconds: list[float] = field(default_factory=list)
+    real_decided: int = 0
+    real_approved: int = 0
+    real_batch: int = 0
 
     @property
     def planted(self) -> int:
@@ -64,6 +68,11 @@ class CatchRow:
         return "–" if low_high is None else f"{low_high[0]:.0%}–{low_high[1]:.0%}"
 
     @property
+    def approval_percent(self) -> str:
+        """Of the real calls decided, the share approved (as proposed or edited)."""
+        return f"{self.real_approved / self.real_decided:.0%}" if self.real_decided else "–"
+
+    @property
     def practice_median(self) -> float | None:
         return round(median(self.practice_seconds), 1) if self.practice_seconds else None
 
@@ -86,23 +95,32 @@ def _key(practice: PracticeCall, by: str) -> str:
     return practice.tool_name
 
 
-def _real_seconds(window: Window, by: str, rows: dict) -> None:
-    """Each real decision's time from opening to deciding (its trail record), into its row."""
+APPROVING = ("approve", "edit")
+
+
+def _real_decisions(window: Window, by: str, rows: dict) -> None:
+    """Each real decision (its trail record) into its row: counted, approved or not, in a batch or not, and its
+    time from opening to deciding."""
     events = AuditEvent.objects.filter(
         kind=AuditEvent.Kind.DECIDED, created_at__gte=window.since, created_at__lt=window.before, actor__isnull=False
     ).exclude(tool_call__practice__isnull=False)
     if window.tool:
         events = events.filter(tool_call__tool_name=window.tool)
-    fields = (
-        "payload__shown__seconds_from_open",
-        "actor__username",
-        "tool_call__tool_name",
-        "tool_call__review_group__name",
-    )
-    for seconds, username, tool, group in events.values_list(*fields):
-        key = {"reviewer": username, "tool": tool, "group": group or ANY_GROUP}[by]
-        if isinstance(seconds, (int, float)) and key in rows:
-            rows[key].real_seconds.append(float(seconds))
+    fields = ("payload", "actor__username", "tool_call__tool_name", "tool_call__review_group__name")
+    for payload, username, tool, group in events.values_list(*fields):
+        row = rows.get({"reviewer": username, "tool": tool, "group": group or ANY_GROUP}[by])
+        if row is not None:
+            _count(row, payload or {})
+
+
+def _count(row: CatchRow, payload: dict) -> None:
+    shown = payload.get("shown") or {}
+    row.real_decided += 1
+    row.real_approved += payload.get("verdict") in APPROVING
+    row.real_batch += shown.get("channel") == "batch"
+    seconds = shown.get("seconds_from_open")
+    if isinstance(seconds, (int, float)):
+        row.real_seconds.append(float(seconds))
 
 
 def catch_rates(window: Window, by: str = "reviewer") -> list[CatchRow]:
@@ -119,7 +137,7 @@ def catch_rates(window: Window, by: str = "reviewer") -> list[CatchRow]:
             row.practice_seconds.append(practice.seconds_to_decide)
     for label, row in rows.items():
         row.label = label
-    _real_seconds(window, by, rows)
+    _real_decisions(window, by, rows)
     return sorted(rows.values(), key=lambda row: row.label)
 
 
@@ -130,4 +148,9 @@ def totals(rows: list[CatchRow]) -> CatchRow:
         total.not_seen, total.waiting = total.not_seen + row.not_seen, total.waiting + row.waiting
         total.practice_seconds += row.practice_seconds
         total.real_seconds += row.real_seconds
+        total.real_decided, total.real_approved = (
+            total.real_decided + row.real_decided,
+            total.real_approved + row.real_approved,
+        )
+        total.real_batch += row.real_batch
     return total

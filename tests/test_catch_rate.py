@@ -66,12 +66,34 @@ def test_catch_rates_per_tool_and_group_sum_the_same_calls(seeded):
     assert tool.interval_percent == f"{wilson(3, 7)[0]:.0%}–{wilson(3, 7)[1]:.0%}"
 
 
+def test_beside_the_rate_each_reviewers_real_approvals_and_batch_approvals_are_counted(seeded, run, reviewer):
+    for i, (verdict, channel) in enumerate([("approve", "batch"), ("approve", "batch"), ("reject", "button")]):
+        call = real_refund(run, f"call_real_{i}")
+        reason = "wrong" if verdict == "reject" else ""
+        services.toolcall_decide(
+            call_id=call.pk,
+            reviewer=reviewer,
+            verdict=verdict,
+            shown_hash=call.review_hash,
+            reason=reason,
+            channel=channel,
+        )
+    rows = {row.label: row for row in catch_rates(Window.default(), "reviewer")}
+
+    alice, bob = rows["alice"], rows["bob"]
+    assert (alice.real_decided, alice.real_approved, alice.real_batch, alice.approval_percent) == (3, 2, 2, "67%")
+    assert (alice.caught, alice.planted) == (3, 4)  # the real decisions are beside the rate, never in it
+    assert (bob.real_decided, bob.approval_percent) == (0, "–")
+    assert totals(list(rows.values())).real_batch == 2
+
+
 def test_the_insight_page_shows_the_catch_rate_to_auditors(seeded, client, auditor):
     client.force_login(auditor)
 
     assert 'hx-get="/insight/catch-rate/' in client.get("/insight/").content.decode()
     page = client.get("/insight/catch-rate/?by=reviewer").content.decode()
     assert "3 / 4" in page and "75%" in page and "Export for auditors" in page
+    assert "Real calls approved" in page and "in a batch" in page
 
 
 def test_the_auditors_export_lists_every_practice_call_with_its_outcome(seeded, client, auditor):
