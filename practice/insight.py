@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from math import sqrt
 from statistics import median
 
+from approvals import charts
 from approvals.insight import Window
 from approvals.models import AuditEvent
 
@@ -19,6 +20,7 @@ Z95 = 1.959964  # the normal quantile of a two-sided 95 % interval
 NOBODY = "(nobody: expired)"
 ANY_GROUP = "(any reviewer)"
 BY = {"reviewer": "Reviewer", "tool": "Tool", "group": "Group"}
+TREND = (("caught", "Caught"), ("missed", "Missed"), ("not_seen", "Not seen"))
 
 
 def wilson(caught: int, planted: int, z: float = Z95) -> tuple[float, float] | None:
@@ -154,3 +156,13 @@ def totals(rows: list[CatchRow]) -> CatchRow:
         )
         total.real_batch += row.real_batch
     return total
+
+
+def trend(window: Window) -> charts.Chart:
+    """The trend: per day the practice calls were planted, how many were caught, missed and not seen."""
+    per_day: dict = defaultdict(lambda: defaultdict(int))
+    for practice in practice_calls(window):
+        outcome = practice.settled_outcome
+        if outcome != PracticeCall.Outcome.WAITING:
+            per_day[practice.planted_at.astimezone(window.since.tzinfo).date()][outcome] += 1
+    return charts.stacked_columns(window.days, per_day, TREND)

@@ -32,6 +32,8 @@ def catch_rate(request: HttpRequest) -> HttpResponse:
         "by_label": insight.BY[by],
         "rows": rows,
         "total": insight.totals(rows),
+        "trend": insight.trend(window),
+        "trend_labels": insight.TREND,
         "choices": insight.BY,
         "query": request.GET.urlencode(),
         "lists_waiting": can_list_practice_calls(request.user),

@@ -9,7 +9,7 @@ import pytest
 
 from approvals import access, services
 from approvals.insight import Window
-from practice.insight import catch_rates, totals, wilson
+from practice.insight import catch_rates, totals, trend, wilson
 from practice.models import PracticeCall
 
 from .practicing import plant, real_refund
@@ -87,6 +87,14 @@ def test_beside_the_rate_each_reviewers_real_approvals_and_batch_approvals_are_c
     assert totals(list(rows.values())).real_batch == 2
 
 
+def test_the_trend_stacks_each_days_caught_missed_and_not_seen_practice_calls(seeded):
+    chart = trend(Window.default())
+
+    titles = sorted(rect.title.split(": ")[1] for rect in chart.rects)
+    assert titles == ["1 not seen", "3 caught", "3 missed"]  # today's column; the waiting one is not drawn
+    assert {rect.css for rect in chart.rects} == {"o-caught", "o-missed", "o-not_seen"}
+
+
 def test_the_insight_page_shows_the_catch_rate_to_auditors(seeded, client, auditor):
     client.force_login(auditor)
 
@@ -94,6 +102,7 @@ def test_the_insight_page_shows_the_catch_rate_to_auditors(seeded, client, audit
     page = client.get("/insight/catch-rate/?by=reviewer").content.decode()
     assert "3 / 4" in page and "75%" in page and "Export for auditors" in page
     assert "Real calls approved" in page and "in a batch" in page
+    assert "Trend" in page and 'class="o-caught"' in page
 
 
 def test_the_auditors_export_lists_every_practice_call_with_its_outcome(seeded, client, auditor):
