@@ -105,7 +105,8 @@ def test_a_practice_calls_queue_row_is_the_same_html_as_a_real_calls(pair, clien
 
 
 def _without_ids(text: str, call: ToolCall) -> str:
-    return re.sub(rf"\b{call.pk}\b", "PK", re.sub(rf"\brun {call.run_id}\b", "run RUN", text))
+    """The text with the call's id (in '#id', its link, the buttons' value) and its run's masked; never an amount."""
+    return re.sub(rf"(?<![$.\w-]){call.pk}(?![.\w-])", "PK", re.sub(rf"\brun {call.run_id}\b", "run RUN", text))
 
 
 def test_a_practice_calls_email_and_slack_message_are_the_same_as_a_real_calls(pair, reviewer, settings):
