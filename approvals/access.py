@@ -78,6 +78,7 @@ from django.db.models import Exists, OuterRef, Q
 
 from . import policy_snapshot
 from .models import Run, ToolCall
+from .planted import planted
 from .tools import registry
 
 REVIEW_PERMISSION = "approvals.review_toolcall"
@@ -311,7 +312,8 @@ def agent_calls(agent_user, queryset=None):
     queryset = queryset if queryset is not None else ToolCall.objects.all()
     if not _logged_in(agent_user):
         return queryset.none()
-    return queryset.filter(run__requested_by=agent_user, run__advanced_by=Run.AdvancedBy.REMOTE)
+    # Never a practice call (approvals/planted.py), whatever run it is in.
+    return planted.hide(queryset.filter(run__requested_by=agent_user, run__advanced_by=Run.AdvancedBy.REMOTE))
 
 
 def agent_runs(agent_user, queryset=None):
@@ -348,6 +350,31 @@ def can_read_metrics(*, authorization: str, address: str) -> bool:
     except ValueError:
         return False
     return any(client in ipaddress.ip_network(network, strict=False) for network in settings.METRICS_ALLOWED_NETWORKS)
+
+
+# --- practice calls (practice/) ------------------------------------------------------------------
+
+PRACTICE_PERMISSION = "practice.audit_practice"  # lists practice calls before they are decided
+CATCH_RATE_PERMISSION = "approvals.view_auditevent"  # reads the catch rates, as it reads the insight page
+
+
+def can_list_practice_calls(user) -> bool:
+    """Who may know which waiting calls are practice ones: the dedicated permission only (auditors hold it)."""
+    return _logged_in(user) and user.has_perm(PRACTICE_PERMISSION)
+
+
+def can_read_catch_rates(user) -> bool:
+    return _logged_in(user) and user.has_perm(CATCH_RATE_PERMISSION)
+
+
+def practice_calls_for(user, queryset):
+    """The practice calls a user may list: all of them with the dedicated permission; with the insight's
+    permission, only those decided (or expired); nobody else any."""
+    if can_list_practice_calls(user):
+        return queryset
+    if not can_read_catch_rates(user):
+        return queryset.none()
+    return queryset.filter(~Q(outcome="waiting") | Q(tool_call__status=ToolCall.Status.EXPIRED))
 
 
 def may_change_in_admin(user) -> bool:

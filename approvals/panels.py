@@ -10,6 +10,7 @@ viewers with the same viewer_key().
 from .access import can_decide, can_settle
 from .checkpoints import stage_calls
 from .models import Decision, ToolCall
+from .planted import planted
 from .questions import answer_fields, payload_table
 
 PANEL_TEMPLATE = "approvals/partials/call_panel.html"
@@ -26,6 +27,8 @@ def panel_context(user, call: ToolCall, decision: Decision | None) -> dict:
         "can_settle": call.status == ToolCall.Status.OUTCOME_UNKNOWN and can_settle(user, call)[0],
         **question_context(call),
     }
+    if context["decided_by_you"] and not call.is_pending:  # a practice call: its reviewer is told what it was
+        context["practice_feedback"] = planted.feedback(call.pk)
     if call.kind == ToolCall.Kind.CHECKPOINT:  # the run's calls this viewer may read: part of viewer_key
         context["stage_calls"] = stage_calls(user, call)
     return context

@@ -4,10 +4,10 @@ Other groups (a team, "senior") narrow which calls a reviewer may decide; they c
 
 from django.contrib.auth.models import Group, Permission
 
-from .access import AUDITORS, REVIEW_PERMISSION
+from .access import AUDITORS, PRACTICE_PERMISSION, REVIEW_PERMISSION
 
 REVIEWERS = "reviewers"
-READ_APPS = ["approvals", "shop", "remote", "gateway", "agui"]
+READ_APPS = ["approvals", "shop", "remote", "gateway", "agui", "practice"]
 
 
 def reviewers_group() -> Group:
@@ -21,6 +21,8 @@ def auditors_group() -> Group:
     group, _ = Group.objects.get_or_create(name=AUDITORS)
     reads = Permission.objects.filter(content_type__app_label__in=READ_APPS, codename__startswith="view_")
     group.permissions.add(*reads)
+    app_label, codename = PRACTICE_PERMISSION.split(".")  # which waiting calls are practice ones (practice/)
+    group.permissions.add(*Permission.objects.filter(codename=codename, content_type__app_label=app_label))
     return group
 
 

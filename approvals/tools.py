@@ -115,6 +115,9 @@ class Tool:
     answered: Callable[[BaseModel, Any], str] | None = None
     # CHECKPOINT: a named stage of an agent's work (agents.agents.Checkpoint), never offered to the model.
     kind: str = CALL
+    # The realistic mistakes a practice call of this tool may carry (practice.mistakes.Mistake), planted in a
+    # copy of a real recent call to measure whether reviewers catch them (practice/).
+    mistakes: tuple = field(default_factory=tuple)
 
     def masked(self, arguments):
         """The arguments with the sensitive fields' values replaced, for logs and chat."""

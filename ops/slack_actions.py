@@ -89,7 +89,12 @@ def _decide(press: Press) -> str:
     try:
         with transaction.atomic():
             decision = toolcall_decide(
-                call_id=call.pk, reviewer=user, verdict=press.verdict, shown_hash=press.shown_hash, reason=reason
+                call_id=call.pk,
+                reviewer=user,
+                verdict=press.verdict,
+                shown_hash=press.shown_hash,
+                reason=reason,
+                channel="slack",
             )
             SlackDecision.objects.create(decision=decision, slack_user_id=press.slack_user_id)
     except DecisionError as exc:

@@ -120,6 +120,7 @@ INSTALLED_APPS = [
     "shop",
     "ops",
     "gateway",
+    "practice",
 ]
 
 MIDDLEWARE = [
@@ -264,6 +265,7 @@ PERIODIC_WORK = {
     "email-digests": Periodic("ops.tasks.email_digests", 60.0 * NOTIFY_DIGEST_MINUTES),
     "sweep-stuck-runs": Periodic("agents.tasks.sweep", float(SWEEP_INTERVAL_SECONDS), expires=True),
     "agui-stalled-exchanges": Periodic("agui.tasks.sweep_exchanges", float(SWEEP_INTERVAL_SECONDS), expires=True),
+    "plant-practice-calls": Periodic("practice.tasks.plant_due", float(env_int("PRACTICE_PLANT_SECONDS", 30)), True),
 }
 CELERY_BEAT_SCHEDULE = beat_schedule(PERIODIC_WORK)
 

@@ -11,5 +11,6 @@ urlpatterns = [
     path("api/v1/", api.urls),
     path("runs/", include("agents.urls")),
     path("", include("ops.urls")),
+    path("", include("practice.urls")),
     path("", include("approvals.urls")),
 ]

@@ -13,7 +13,7 @@ from approvals.tools import Searchable, Tool
 from approvals.tools import registry as tools
 
 from . import choose_order as c
-from . import replies, script
+from . import mistakes, replies, script
 from . import tools as t
 
 ORDER_NUMBER = Searchable("order_id", pattern=r"[A-Za-z]-[0-9]+", forms=("upper",), label="an order number (A-1001)")
@@ -79,6 +79,7 @@ TOOLS = [
         money_fields=("amount",),
         key_facts=("customer",),
         search_fields=(ORDER_NUMBER, CUSTOMER_EMAIL, CUSTOMER_NAME),
+        mistakes=mistakes.REFUND_MISTAKES,  # for practice calls (practice/)
     ),
     Tool(
         name="send_email",
@@ -93,6 +94,7 @@ TOOLS = [
         material_facts=("recipient", "order_customer_email"),
         key_fields=("to", "subject"),
         search_fields=(ORDER_NUMBER, RECIPIENT),
+        mistakes=mistakes.EMAIL_MISTAKES,
     ),
     Tool(
         name="delete_customer",

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from approvals import roles
 from approvals.models import PolicyRule, ToolSetting, TurnRule
+from practice.models import PracticeSetting
 
 from .models import Customer, Order
 
@@ -108,6 +109,13 @@ def seed_governance() -> None:
     )
     ToolSetting.objects.get_or_create(tool_name="send_email", defaults={"timeout_minutes": 60})
     seed_turn_rules()
+
+
+def seed_practice() -> None:
+    """Practice calls at a rate a newcomer sees: one refund in two and one email in two gets a practice copy
+    with a planted mistake (practice/), so one of the first few calls to decide is a practice call."""
+    for tool_name in ("issue_refund", "send_email"):
+        PracticeSetting.objects.get_or_create(tool_name=tool_name, group=None, defaults={"rate": 2})
 
 
 def seed_turn_rules() -> None:

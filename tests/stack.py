@@ -217,6 +217,8 @@ def start_demo(var_dir: Path, log_name: str = "demo", runs: bool = True):
             "OPENAI_API_KEY": "",
             "OPENAI_BASE_URL": "",
             "SECRET_KEY": "",  # the demo keeps a key of its own in var_dir
+            # The browser tests count the demo's calls: no practice call is planted while they run.
+            "PRACTICE_PLANT_SECONDS": "86400",
         }
     )
     processes.env.pop("REVIEWHUB_INSECURE_HTTP", None)  # plain HTTP because it is the demo, not by the tests' say

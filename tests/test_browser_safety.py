@@ -46,6 +46,9 @@ def test_with_the_edit_form_open_the_a_key_approves_what_the_form_shows(demo, pa
     expect(card.locator(".outcome")).to_contain_text("Edited and approved by reviewer")
     rows = sqlite_rows(demo["db"], "select arguments from approvals_decision where verdict = 'edit'")
     assert [json.loads(arguments)["amount"] for (arguments,) in rows] == [12.5]
+    trail = "select payload from approvals_auditevent where kind = 'decided' and payload like '%\"edit\"%'"
+    (shown,) = [json.loads(payload)["shown"] for (payload,) in sqlite_rows(demo["db"], trail)]
+    assert shown["channel"] == "key" and shown["seconds_from_open"] > 0  # keys.js says how the choice was made
 
 
 def test_a_call_whose_facts_warn_offers_only_approve_anyway(demo, page):

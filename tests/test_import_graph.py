@@ -5,7 +5,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("approvals", "agents", "remote", "gateway", "ops", "shop", "reviewhub")
+PACKAGES = ("approvals", "agents", "remote", "gateway", "ops", "shop", "reviewhub", "practice", "agui")
 
 
 def modules() -> dict[str, Path]:

@@ -46,6 +46,10 @@ class AuditEvent(models.Model):
         OUTCOME_UNKNOWN = "outcome_unknown"
         OUTCOME_SETTLED = "outcome_settled"
         ANCHOR = "anchor"  # the heads of the run chains that changed, written into the global chain
+        # Practice calls (practice/): planted, in the global chain (the call's own trail must not tell it apart
+        # before it is decided), and scored, on the call once decided.
+        PRACTICE_PLANTED = "practice_planted"
+        PRACTICE_SCORED = "practice_scored"
 
     run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events")
     tool_call = models.ForeignKey(

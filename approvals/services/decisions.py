@@ -14,11 +14,13 @@ from ..access import can_decide, in_group
 from ..hashing import args_hash
 from ..models import Decision, ToolCall
 from ..models.calls import facts_warning
+from ..planted import planted
 from ..text import sentence
 from ..tools import ArgumentsInvalid, Tool, registry
 from .errors import AlreadyDecided, DecisionError, EditInvalid, NotAllowed, StaleView, WarningNotAcknowledged
 from .runs import request_resume
 from .shadow import shadow_settle
+from .shown import what_was_shown
 from .transcript import record_output
 
 UNCLAIM = {"reviewing_by": None, "reviewing_until": None}
@@ -174,7 +176,7 @@ def _store(call: ToolCall, approval: _Approval | None, **fields) -> Decision:
         raise AlreadyDecided(call, call.final_decision())
 
 
-def _audit(call: ToolCall, decision: Decision, approval: _Approval | None, shown_hash: str) -> None:
+def _audit(call: ToolCall, decision: Decision, approval: _Approval | None, shown_hash: str, channel: str) -> None:
     payload = {
         "verdict": decision.verdict,
         "arguments_shown_hash": shown_hash,
@@ -187,11 +189,14 @@ def _audit(call: ToolCall, decision: Decision, approval: _Approval | None, shown
         "approvals": f"{approval.count} of {approval.required}" if approval else "",
         "facts": approval.changes.get("facts") if approval else None,
         "warning_acknowledged": approval.warning if approval else "",
+        "shown": what_was_shown(call=call, reviewer=decision.reviewer, channel=channel),
     }
     audit.record(audit.AuditEvent.Kind.DECIDED, tool_call=call, actor=decision.reviewer, payload=payload)
 
 
 def _apply(call: ToolCall, decision: Decision, approval: _Approval | None) -> None:
+    if planted.settle(call=call, decision=decision):  # a practice call: scored and told, never run (practice/)
+        return
     calls = ToolCall.objects.filter(pk=call.pk)
     if approval is None:
         calls.update(status=ToolCall.Status.REJECTED, **UNCLAIM)
@@ -218,6 +223,7 @@ def toolcall_decide(
     reason: str = "",
     guidance: str = "",
     approve_anyway: bool = False,
+    channel: str = "api",
 ) -> Decision:
     """Approve, edit or reject a pending call: lock, check, store, resume on commit.
 
@@ -227,6 +233,7 @@ def toolcall_decide(
     A call that needs N approvals stays pending until N different reviewers of
     its group approve the same arguments; the Nth approval is the final decision.
     A reject always ends it. Guidance is shown to the model after the step's outputs.
+    `channel`: how the reviewer chose (services/shown.py's CHANNELS), for the trail.
     """
     reason, guidance = (reason or "").strip(), (guidance or "").strip()
     _storable_texts(reason=reason, guidance=guidance)
@@ -245,13 +252,13 @@ def toolcall_decide(
         else:
             raise DecisionError(f"Unknown decision {verdict!r}.")
         decision = _store(call, approval, reviewer=reviewer, verdict=verdict, reason=reason, guidance=guidance)
-        _audit(call, decision, approval, shown_hash)
+        _audit(call, decision, approval, shown_hash, channel)
         _apply(call, decision, approval)
     return decision
 
 
 def toolcall_respond(
-    *, call_id: int, reviewer: AbstractBaseUser, shown_hash: str, reason: str = "", guidance: str
+    *, call_id: int, reviewer: AbstractBaseUser, shown_hash: str, reason: str = "", guidance: str, channel: str = "api"
 ) -> Decision:
     """Reject a call and tell the agent what to do instead; it reads the guidance next."""
     if not (guidance or "").strip():
@@ -263,6 +270,7 @@ def toolcall_respond(
         shown_hash=shown_hash,
         reason=reason,
         guidance=guidance,
+        channel=channel,
     )
 
 
@@ -274,7 +282,13 @@ def toolcall_approve_many(*, reviewer: AbstractBaseUser, items: list[tuple[int, 
     results = []
     for call_id, shown_hash in items:
         try:
-            toolcall_decide(call_id=call_id, reviewer=reviewer, verdict=Decision.Verdict.APPROVE, shown_hash=shown_hash)
+            toolcall_decide(
+                call_id=call_id,
+                reviewer=reviewer,
+                verdict=Decision.Verdict.APPROVE,
+                shown_hash=shown_hash,
+                channel="batch",
+            )
             results.append((call_id, ""))
         except ToolCall.DoesNotExist:
             results.append((call_id, "There is no such call."))

@@ -10,6 +10,7 @@ from django.utils import timezone
 from .. import audit, live, policy, policy_snapshot
 from ..hashing import args_hash
 from ..models import Decision, ToolCall
+from ..planted import planted
 from ..text import edit_summary
 from ..tools import ArgumentsInvalid, Ask, Tool, ToolContext, registry
 from .deadlines import set_deadline
@@ -28,6 +29,7 @@ def toolcall_claim(*, call: ToolCall) -> bool:
     A call of an idempotent tool whose lease lapsed is taken again at once, with the same idempotency key;
     any other lapsed call is the sweep's: it becomes "outcome unknown", never run again silently.
     """
+    planted.refuse(call)  # and whoever else claims one
     now = timezone.now()
     fields = {"status": ToolCall.Status.EXECUTING, "claimed_at": now, "lease_expires_at": lease_until(now)}
     fresh = ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED)
@@ -149,6 +151,8 @@ def toolcall_execute(*, call: ToolCall, loaded: bool = False) -> bool:
     """
     if not loaded:
         call = runnable_calls(pk=call.pk).first()
+    if call is not None:
+        planted.refuse(call)  # a practice call is never executed: PracticeRefused (approvals/planted.py)
     if call is None or call.run.is_remote:
         return False  # a remote agent's call is executed by its agent, through the agent API's claim and report
     if call.kind not in EXECUTABLE:

@@ -11,6 +11,7 @@ from django.utils.module_loading import import_string
 
 from .. import access, audit, live
 from ..models import Message, Run, ToolCall
+from ..planted import planted
 from .errors import require
 from .transcript import message_append
 
@@ -28,6 +29,9 @@ def request_resume(run_id: int, *, approved: bool = False) -> None:
 
     `approved`: this transaction approved one of the run's calls to run, so the resumption need not ask
     the database whether there is one (the seam's callables take it as a keyword)."""
+    if planted.is_practice_run(run_id):  # never advanced: it ends once nothing in it waits (approvals/planted.py)
+        planted.finish_run(run_id)
+        return
     advanced_by = Run.objects.filter(pk=run_id).values_list("advanced_by", flat=True).first()
     resume = import_string(getattr(settings, settings.RESUME_SEAMS.get(advanced_by, "REVIEWHUB_RESUME")))
     transaction.on_commit(lambda: resume(run_id, approved=approved))

@@ -12,6 +12,7 @@ from .. import services
 from ..access import can_decide, can_settle
 from ..forms import parse_edit
 from ..models import Decision, ToolCall
+from ..planted import planted
 from .panels import edit_values, get_call_for_user, panel_response
 
 
@@ -37,15 +38,23 @@ def _decided(request: HttpRequest, call: ToolCall) -> HttpResponse:
     call.refresh_from_db()
     if not request.htmx:
         messages.success(request, f"{call.get_status_display()}: {call.current_description}")
+        if feedback := planted.feedback(call.pk):  # a practice call: the reviewer is told at once
+            messages.warning(request, feedback)
         return redirect("approvals:queue")
     return trigger_client_event(panel_response(request, call), "queueChanged")
+
+
+def _via(request: HttpRequest) -> str:
+    """How the reviewer chose, for the trail: the keyboard (keys.js says so) or a button."""
+    return "key" if request.POST.get("via") == "key" else "button"
 
 
 def _decide(request: HttpRequest, pk: int, decide, **kwargs) -> HttpResponse:
     """Run one decision service for this reviewer on the arguments they were shown."""
     call = get_call_for_user(request, pk)
+    shown_hash = request.POST.get("arguments_hash", "")
     try:
-        decide(call_id=call.pk, reviewer=request.user, shown_hash=request.POST.get("arguments_hash", ""), **kwargs)
+        decide(call_id=call.pk, reviewer=request.user, shown_hash=shown_hash, channel=_via(request), **kwargs)
     except services.DecisionError as exc:
         call.refresh_from_db()
         return panel_response(request, call, status=exc.status, error=exc)
@@ -86,6 +95,7 @@ def call_edit(request: HttpRequest, pk: int) -> HttpResponse:
             shown_hash=request.POST.get("arguments_hash", ""),
             arguments=arguments,
             approve_anyway=request.POST.get("approve_anyway") == "on",
+            channel=_via(request),
         )
     except services.DecisionError as exc:
         call.refresh_from_db()

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from .. import services, triage
 from ..access import is_reviewer, may_review
+from ..planted import planted
 from ..selectors import group_calls, queue_facets, queue_rows
 
 
@@ -76,4 +77,7 @@ def approve_selected(request: HttpRequest) -> HttpResponse:
     for pk, problem in results:
         if problem:
             messages.error(request, f"#{pk} was not approved: {problem}")
+    for pk in done:  # a practice call among them: the reviewer is told at once
+        if feedback := planted.feedback(pk):
+            messages.warning(request, f"#{pk}: {feedback}")
     return redirect("approvals:queue")

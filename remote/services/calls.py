@@ -18,6 +18,7 @@ from django.utils import timezone
 from approvals import access, audit, live, services
 from approvals.hashing import args_hash, canonical_json
 from approvals.models import Message, Run, Tier, ToolCall
+from approvals.planted import planted
 from approvals.questions import question_problem
 from approvals.services import leases
 from approvals.services.transcript import record_output
@@ -183,6 +184,8 @@ def call_claim(*, agent: RemoteAgent, call_id: int, key: str) -> tuple[bool, Too
     """Take an approved call for execution, for one lease: exactly one caller wins; the others get its state."""
     call = agent_call(agent, call_id)
     _check_key(call, key)
+    if planted.is_practice_run(call.run_id):  # a practice call is never executed, by any agent (approvals/planted.py)
+        raise Conflict("This call must not be executed.")
     with transaction.atomic():
         won = _take(call)
         if won:

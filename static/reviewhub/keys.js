@@ -125,9 +125,17 @@
   // before that would follow the plain link or submit the plain form. Bind it now (htmx skips it at settle).
   function ready(el) { if (window.htmx) htmx.process(el); return el; }
 
+  // The decision's trail records how it was made: a form sent from the keyboard says so (via=key).
+  function viaKey(form) {
+    if (!form || form.tagName !== "FORM") return;
+    var via = form.querySelector('input[name="via"]');
+    if (!via) { via = document.createElement("input"); via.type = "hidden"; via.name = "via"; form.appendChild(via); }
+    via.value = "key";
+  }
+
   function press(card, selector) {
     var el = card && card.querySelector(selector);
-    if (el && !el.disabled && el.getAttribute("aria-disabled") !== "true") { ready(card); el.click(); }
+    if (el && !el.disabled && el.getAttribute("aria-disabled") !== "true") { ready(card); viaKey(el.form); el.click(); }
   }
 
   document.addEventListener("keydown", function (event) {
@@ -137,6 +145,7 @@
     if (target.closest && target.closest("input, textarea, select, [contenteditable]")) {
       if (event.key === "Escape") { target.blur(); focusCard(cardOf(target)); }
       if (event.key === "Enter" && target.closest("#detail")) keyed = true;
+      if (event.key === "Enter") viaKey(target.form);
       return;
     }
     var card;

@@ -64,6 +64,7 @@ class Command(BaseCommand):
         demo_data.seed_shop()
         users = demo_data.seed_users()
         demo_data.seed_governance()
+        demo_data.seed_practice()
         if not settings.OPENAI_API_KEY and not settings.OPENAI_BASE_URL:
             settings.OPENAI_BASE_URL, said = _start_model_server()
             self.stdout.write(said)

@@ -10,4 +10,5 @@ class Command(BaseCommand):
         demo_data.seed_shop()
         users = demo_data.seed_users()
         demo_data.seed_governance()
+        demo_data.seed_practice()
         self.stdout.write(f"Demo shop seeded; log in as {users['reviewer'].username} / {demo_data.DEMO_PASSWORD}")
