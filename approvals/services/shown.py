@@ -8,6 +8,7 @@ from datetime import datetime
 from django.utils import timezone
 
 from ..models import AuditEvent, ToolCall
+from ..tools import offered_decisions
 
 # How a decision was made: a button on the card, a keyboard shortcut, the queue's batch approval,
 # a chat message's button (Slack), or a program calling the service (the API, a command).
@@ -36,7 +37,7 @@ def what_was_shown(*, call: ToolCall, reviewer, channel: str) -> dict:
     """The trail's record of the card the decision was made on."""
     warnings = [text for text in (call.warning, call.returned_reason) if text]
     return {
-        "options_offered": list(call.offered_decisions),
+        "options_offered": list(offered_decisions(call)),
         "warnings_shown": warnings,
         "seconds_from_open": seconds_open(call, reviewer),
         "channel": channel_of(channel),
