@@ -83,6 +83,9 @@ EXPECTED = {
     "approvals:run_cancel":               (POST, LOGIN,    404,   302,   404,   302,   403,   302),
     "approvals:call_undo":                (POST, LOGIN,    404,   302,   404,   403,   403,   302),
     "approvals:insight":                  (GET,  LOGIN,    403,   403,   403,   403,   200,   200),
+    # the catch rates of practice calls: read as the insight page is (approvals.access.can_read_catch_rates)
+    "practice:catch_rate":                (GET,  LOGIN,    403,   403,   403,   403,   200,   200),
+    "practice:catch_rate_csv":            (GET,  LOGIN,    403,   403,   403,   403,   200,   200),
     # operations: probes and scrapers carry no session; /metrics needs its token or network, Slack its signature
     "ops:healthz":                        (GET,  200,      200,   200,   200,   200,   200,   200),
     "ops:readyz":                         (GET,  200,      200,   200,   200,   200,   200,   200),
@@ -139,6 +142,7 @@ ADMIN_MODELS = {
     "remote.webhookdelivery": RECORD, "remote.webhook": EDITABLE,
     "gateway.gateway": EDITABLE, "gateway.upstream": EDITABLE,
     "agui.aguiagent": EDITABLE, "agui.exchange": RECORD,
+    "practice.practicesetting": EDITABLE, "practice.practicecall": RECORD,
 }
 ADMIN_MODEL_PAGES = {
     # page               (audrey, root) for: RECORD      EDITABLE    ACCOUNTS
@@ -271,6 +275,7 @@ def _remote_rows() -> dict:
     WebhookDelivery.objects.create(webhook=hook, tool_call=call, message_id="msg_access")
     _gateway_rows()
     _agui_rows(call.run)
+    _practice_rows(call)
     return {"name": "count", "call_id": call.pk}
 
 
@@ -290,6 +295,16 @@ def _agui_rows(run) -> None:
 
     agent_save(agent=AguiAgent(name="agui-access", endpoint_url="http://127.0.0.1:9/"))
     Exchange.objects.create(run=run, seq=0, agui_run_id="run-access")
+
+
+def _practice_rows(source) -> None:
+    """A practice setting and one practice call already decided, in a run of its own with no calls."""
+    from practice.models import PracticeCall, PracticeSetting
+
+    PracticeSetting.objects.create(tool_name="issue_refund", enabled=False)
+    run = Run.objects.create(agent="support", request="Practice.", status=Run.Status.COMPLETED)
+    fields = {"tool_name": source.tool_name, "mistake": "amount", "explanation": "Ten times the amount."}
+    PracticeCall.objects.create(run=run, source=source, outcome=PracticeCall.Outcome.CAUGHT, **fields)
 
 
 def _ops_rows(users: dict) -> None:

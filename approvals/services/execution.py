@@ -29,7 +29,12 @@ def toolcall_claim(*, call: ToolCall) -> bool:
     A call of an idempotent tool whose lease lapsed is taken again at once, with the same idempotency key;
     any other lapsed call is the sweep's: it becomes "outcome unknown", never run again silently.
     """
-    planted.refuse(call)  # and whoever else claims one
+    planted.refuse(call)  # a practice call is never claimed (approvals/planted.py)
+    return _take(call)
+
+
+def _take(call: ToolCall) -> bool:
+    """The claim itself: one UPDATE, the first statement of the block that records it (toolcall_execute)."""
     now = timezone.now()
     fields = {"status": ToolCall.Status.EXECUTING, "claimed_at": now, "lease_expires_at": lease_until(now)}
     fresh = ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED)
@@ -198,7 +203,7 @@ def _mismatch(call: ToolCall, tool: Tool | None, arguments) -> tuple[str, object
 @transaction.atomic
 def _claim_and_record(call: ToolCall, *, executing: bool) -> bool:
     """Claim the call and, when it is about to run, record so in the trail: one commit before the tool's body."""
-    if not toolcall_claim(call=call):
+    if not _take(call):  # toolcall_execute refused a practice call before this block
         return False
     if executing:
         payload = {
