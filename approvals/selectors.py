@@ -33,6 +33,10 @@ def _visible_pending(user):
     return access.visible_calls(user, ToolCall.objects.filter(PENDING))
 
 
+def _visible_waiting(user):
+    return access.visible_calls(user, ToolCall.objects.filter(WAITING))
+
+
 def _capped_count(calls) -> RawSQL:
     """How many of these calls there are, counted to COUNT_CAP + 1 at most: a subquery that stops there."""
     try:
@@ -43,14 +47,15 @@ def _capped_count(calls) -> RawSQL:
 
 
 def pending_count(user) -> int:
-    """How many calls wait for this user, counted to COUNT_CAP + 1 at most (count_label shows "1,000+")."""
-    return _visible_pending(user).order_by()[: triage.COUNT_CAP + 1].count()
+    """How many calls wait for this user, as the queue lists them (an outcome to settle too), counted to
+    COUNT_CAP + 1 at most (count_label shows "1,000+")."""
+    return _visible_waiting(user).order_by()[: triage.COUNT_CAP + 1].count()
 
 
 def sees_call_and_pending_count(user, call_id: int) -> tuple[bool, int]:
     """Whether this user may see the call, and how many calls wait for them (to COUNT_CAP + 1): one query."""
     calls = access.visible_calls(user, ToolCall.objects.filter(pk=call_id))
-    pending = calls.annotate(pending=_capped_count(_visible_pending(user))).values_list("pending", flat=True)
+    pending = calls.annotate(pending=_capped_count(_visible_waiting(user))).values_list("pending", flat=True)
     seen = pending.first()
     return seen is not None, seen or 0
 
@@ -119,7 +124,7 @@ def _pending_with_amount(user):
 
 
 def _waiting_with_amount(user):
-    return access.visible_calls(user, ToolCall.objects.filter(WAITING)).annotate(amount=_amount())
+    return _visible_waiting(user).annotate(amount=_amount())
 
 
 SORT_ORDER = {

@@ -68,18 +68,42 @@ def test_a_call_not_claimed_has_no_lease_to_renew(agent, reviewer):
     assert response.status_code == 409 and "not executing" in response.json()["detail"]
 
 
-def test_a_lapsed_claim_becomes_outcome_unknown_and_the_agent_may_neither_claim_nor_report(claimed):
+def test_a_lapsed_claim_becomes_outcome_unknown_and_the_agent_may_not_claim_it_again(claimed):
     agent, call = claimed
     assert services.sweep_apply(now=later(60))["unknown"] == 1
 
     seen = agent.get(f"/calls/{call['id']}").json()
     claim = agent.post(f"/calls/{call['id']}/claim", key(call))
-    report = agent.post(f"/calls/{call['id']}/result", key(call) | {"ok": True, "output": "done"})
+    renew = agent.post(f"/calls/{call['id']}/lease", key(call))
 
     assert seen["status"] == "outcome_unknown"
-    assert claim.status_code == report.status_code == 409
-    assert report.json()["errors"] == {"status": ["outcome_unknown"]}
+    assert claim.status_code == renew.status_code == 409
+    assert claim.json()["errors"] == {"status": ["outcome_unknown"]}
     assert AuditEvent.objects.filter(tool_call_id=call["id"], kind="outcome_unknown").count() == 1
+
+
+def test_a_report_that_comes_after_the_outcome_was_marked_unknown_settles_it_and_says_so_in_the_trail(claimed):
+    agent, call = claimed
+    services.sweep_apply(now=later(60))
+
+    report = agent.post(f"/calls/{call['id']}/result", key(call) | {"ok": True, "output": "refunded"})
+    again = agent.post(f"/calls/{call['id']}/result", key(call) | {"ok": True, "output": "refunded"})
+
+    assert report.status_code == again.status_code == 200
+    assert report.json()["status"] == "executed" and report.json()["result"]["output"] == "refunded"
+    executed = AuditEvent.objects.get(tool_call_id=call["id"], kind="executed")
+    assert "outcome was marked unknown" in executed.payload["late"]
+    assert ToolCall.objects.get(pk=call["id"]).status == ToolCall.Status.EXECUTED
+
+
+def test_a_late_report_with_the_wrong_key_is_refused_and_changes_nothing(claimed):
+    agent, call = claimed
+    services.sweep_apply(now=later(60))
+
+    report = agent.post(f"/calls/{call['id']}/result", {"execution_key": "x" * 40, "ok": True, "output": "refunded"})
+
+    assert report.status_code == 409 and "execution_key" in report.json()["errors"]
+    assert ToolCall.objects.get(pk=call["id"]).status == ToolCall.Status.OUTCOME_UNKNOWN
 
 
 def test_a_lapsed_claim_on_a_tool_declared_idempotent_is_claimed_again(agent, reviewer):

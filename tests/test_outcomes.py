@@ -61,6 +61,15 @@ def test_the_queue_lists_it_and_its_status_filter_finds_it(unknown, reviewer):
     assert f'id="row-{unknown.pk}"' not in pending_only
 
 
+def test_the_queue_badge_counts_it_as_the_queue_lists_it(unknown, reviewer):
+    from approvals.selectors import pending_count, sees_call_and_pending_count
+
+    assert pending_count(reviewer) == 1
+    assert sees_call_and_pending_count(reviewer, unknown.pk) == (True, 1)
+    page = as_user(reviewer).get(reverse("approvals:queue")).content.decode()
+    assert 'id="queue-count" data-count="1"' in page
+
+
 def test_it_ran_records_the_output_and_the_run_goes_on(unknown, reviewer, model, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         response = settle(reviewer, unknown, answer="ran", output="Refunded $35.00 (seen in the payment dashboard).")

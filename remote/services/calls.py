@@ -154,16 +154,19 @@ def agent_call(agent: RemoteAgent, call_id: int, *, lock: bool = False) -> ToolC
     return call
 
 
-def _check_key(call: ToolCall, key: str) -> None:
+def _check_key(call: ToolCall, key: str, *, reporting: bool = False) -> None:
+    """Refuse what may not claim, renew or (`reporting`) report on this call. A report is still taken once the
+    outcome is unknown: the process that ran the tool knows what a reviewer was about to be asked."""
     if call.kind == ToolCall.Kind.TURN:
         raise Conflict("A model turn has nothing to execute or report: apply its decision (docs/api.md).")
-    if call.status == ToolCall.Status.OUTCOME_UNKNOWN:
+    if call.status == ToolCall.Status.OUTCOME_UNKNOWN and not reporting:
         raise Conflict(
             "The lease on this call lapsed without a report: its outcome is unknown and a reviewer settles it "
             "(it ran, run it now, or fail the run). Do not run it again.",
             {"status": [call.status]},
         )
-    if call.status not in (*RUNNABLE, *REPORTED) or call.approved_arguments is None:
+    reportable = (*RUNNABLE, *REPORTED, ToolCall.Status.OUTCOME_UNKNOWN) if reporting else (*RUNNABLE, *REPORTED)
+    if call.status not in reportable or call.approved_arguments is None:
         raise Conflict(f"This call is {call.status}, not approved: it must not be executed.")
     if not hmac.compare_digest(key.encode(), execution_key(call).encode()):
         raise Conflict("Wrong execution key for this call.", {"execution_key": ["Not this call's execution key."]})
@@ -224,7 +227,7 @@ def _same_report(call: ToolCall, ok: bool, output: str) -> bool:
 def call_report(*, agent: RemoteAgent, call_id: int, key: str, ok: bool, output: str) -> ToolCall:
     """Record what executing an approved call did. The same report again changes nothing; another one is 409."""
     call = agent_call(agent, call_id, lock=True)
-    _check_key(call, key)
+    _check_key(call, key, reporting=True)
     if call.status in REPORTED:
         if _same_report(call, ok, output):
             return call
@@ -236,6 +239,8 @@ def call_report(*, agent: RemoteAgent, call_id: int, key: str, ok: bool, output:
     RemoteCall.objects.filter(pk=call.pk).update(reported_ok=ok, reported_output=output, reported_at=now)
     kind = audit.AuditEvent.Kind.EXECUTED if ok else audit.AuditEvent.Kind.FAILED
     payload = {"reported_by": agent.name, "arguments": call.approved_arguments, "ok": ok, "output": output}
+    if call.status == ToolCall.Status.OUTCOME_UNKNOWN:
+        payload["late"] = "after its lease lapsed and its outcome was marked unknown"
     audit.record(kind, tool_call=call, actor=agent.user, payload=payload)
     record_output(call=call, output=output if ok else f"Error: {output}")
     live.call_changed(call.pk)
