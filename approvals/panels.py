@@ -9,7 +9,7 @@ viewers with the same viewer_key().
 
 from .access import can_decide, can_settle
 from .checkpoints import stage_calls
-from .models import Decision, ToolCall
+from .models import AuditEvent, Decision, ToolCall
 from .planted import planted
 from .questions import answer_fields, payload_table
 
@@ -31,7 +31,18 @@ def panel_context(user, call: ToolCall, decision: Decision | None) -> dict:
         context["practice_feedback"] = planted.feedback(call.pk)
     if call.kind == ToolCall.Kind.CHECKPOINT:  # the run's calls this viewer may read: part of viewer_key
         context["stage_calls"] = stage_calls(user, call)
+    if call.status == ToolCall.Status.APPROVED:
+        context["not_claimed"] = not_claimed(call)
     return context
+
+
+def not_claimed(call: ToolCall) -> dict | None:
+    """The agent read this approval and did not claim it in time (remote/unclaimed.py): the flag's payload,
+    unless the call was claimed since."""
+    flags = AuditEvent.objects.filter(tool_call=call, kind=AuditEvent.Kind.NOT_CLAIMED)
+    if call.claimed_at is not None:
+        flags = flags.filter(created_at__gt=call.claimed_at)
+    return flags.order_by("-id").values_list("payload", flat=True).first()
 
 
 def question_context(call: ToolCall, values: dict | None = None, errors: dict | None = None) -> dict:

@@ -32,6 +32,7 @@ from .schemas import (
 )
 from .serialize import call_json
 from .services.calls import agent_call, call_refusal
+from .unclaimed import approval_read
 
 api = NinjaAPI(
     title="ReviewHub agent API",
@@ -88,6 +89,7 @@ def _read_if_decided(request, call_id: int) -> ToolCall | None:
     makes it cheap to open again): a hundred waiting agents must not hold a hundred PostgreSQL connections."""
     call = _reread(request, call_id)
     if not call.is_pending:
+        approval_read(call)
         return call
     if not connection.in_atomic_block:
         connection.close()
@@ -121,7 +123,9 @@ async def _wait_for(event, timeout: float) -> None:
 
 
 def _call_out(request, call_id: int) -> dict:
-    return call_json(_reread(request, call_id), request)
+    call = _reread(request, call_id)
+    approval_read(call)
+    return call_json(call, request)
 
 
 @api.post("/calls/{call_id}/claim", response={200: ClaimOut, **ERRORS}, summary="Claim the execution (one caller wins)")

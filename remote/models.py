@@ -123,6 +123,8 @@ class RemoteCall(models.Model):
     reported_ok = models.BooleanField(null=True, blank=True)
     reported_output = models.TextField(blank=True)
     reported_at = models.DateTimeField(null=True, blank=True)
+    # When the agent first read the call approved (since its last claim): remote/unclaimed.py.
+    approval_read_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -11,6 +11,7 @@ from reviewhub.background import background
 
 from .deliveries import delivery_attempt, retry_wait
 from .models import WebhookDelivery
+from .unclaimed import unclaimed_flag
 
 
 @shared_task(acks_late=True, ignore_result=True)
@@ -39,3 +40,9 @@ def schedule_delivery(delivery_id: int, countdown: float) -> None:
     background(
         deliver_webhook, delivery_id, countdown=countdown, queue=settings.CELERY_TASK_DEFAULT_QUEUE, pool="webhooks"
     )
+
+
+@shared_task(ignore_result=True)
+def flag_unclaimed() -> int:
+    """Periodic (settings.PERIODIC_WORK): approved calls their agent read and did not claim in time are flagged."""
+    return unclaimed_flag()

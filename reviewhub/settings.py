@@ -262,6 +262,7 @@ PERIODIC_WORK = {
     "anchor-audit-heads": Periodic("agents.tasks.anchor_audit", float(AUDIT_ANCHOR_SECONDS), expires=True),
     "expire-overdue-calls": Periodic("agents.tasks.expire_overdue", 30.0),
     "webhook-deliveries-due": Periodic("remote.tasks.deliver_due", 60.0),
+    "unclaimed-approvals": Periodic("remote.tasks.flag_unclaimed", float(SWEEP_INTERVAL_SECONDS), expires=True),
     "email-digests": Periodic("ops.tasks.email_digests", 60.0 * NOTIFY_DIGEST_MINUTES),
     "sweep-stuck-runs": Periodic("agents.tasks.sweep", float(SWEEP_INTERVAL_SECONDS), expires=True),
     "agui-stalled-exchanges": Periodic("agui.tasks.sweep_exchanges", float(SWEEP_INTERVAL_SECONDS), expires=True),
@@ -295,6 +296,9 @@ AGUI_RETRY_SECONDS = float(env_str("AGUI_RETRY_SECONDS", "5"))
 AGUI_TIMEOUT_SECONDS = float(env_str("AGUI_TIMEOUT_SECONDS", "300"))
 # An approved call a remote agent has not reported on this long is flagged (trail, run page) by the sweep.
 REMOTE_REPORT_SECONDS = env_int("REMOTE_REPORT_SECONDS", 3600)
+# An approved call a remote agent read and has not claimed this long after is flagged (trail, card): its tool may
+# run without the gate (remote/unclaimed.py). Two leases by default.
+REMOTE_CLAIM_SECONDS = env_int("REMOTE_CLAIM_SECONDS", 2 * EXECUTION_LEASE_SECONDS)
 REVIEWHUB_API_MAX_BODY_BYTES = env_int("REVIEWHUB_API_MAX_BODY_BYTES", 256 * 1024)
 # Long-polls re-read their call this often besides being woken by a decision (a lost wake-up costs this much).
 REVIEWHUB_WAIT_RECHECK_SECONDS = float(env_str("REVIEWHUB_WAIT_RECHECK_SECONDS", "2"))

@@ -42,6 +42,7 @@ class AuditEvent(models.Model):
         ESCALATED = "escalated"
         RETURNED = "returned"
         UNREPORTED = "unreported"
+        NOT_CLAIMED = "not_claimed"  # a remote agent read the approval and did not claim it (remote/unclaimed.py)
         LEASE_LAPSED = "lease_lapsed"  # an idempotent call's claim lapsed: released to be claimed again
         OUTCOME_UNKNOWN = "outcome_unknown"
         OUTCOME_SETTLED = "outcome_settled"
