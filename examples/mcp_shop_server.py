@@ -1,4 +1,4 @@
-"""A small shop as an MCP server, upstream of ReviewHub's MCP gateway in the tests, the bench and the README.
+"""A small shop as an MCP server, upstream of ReviewHub's MCP gateway in the tests, the bench and docs/agents.md.
 
 Tools: `lookup_order` (read-only), `get_balance` (read-only: what a customer may still be refunded) and
 `refund` (writes a row to SQLite, so a test can count refunds), plus `close_account` (destructive, which the
