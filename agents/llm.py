@@ -50,13 +50,6 @@ def client() -> openai.OpenAI:
     return _clients[key]
 
 
-def longest_turn_seconds() -> float:
-    """The longest a model turn can legitimately take: every attempt timing out, plus the backoffs between."""
-    attempts = settings.OPENAI_MAX_RETRIES + 1
-    backoffs = sum(settings.MODEL_RETRY_BACKOFF * 2**i for i in range(attempts - 1))
-    return attempts * settings.OPENAI_TIMEOUT + backoffs
-
-
 RETRYABLE = (openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError, openai.RateLimitError)
 
 

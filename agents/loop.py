@@ -12,6 +12,7 @@ Nothing is left stuck either: an unexpected error fails the run with the reason.
 
 import logging
 
+from django.conf import settings
 from django.db import transaction
 
 from approvals import services, storable
@@ -103,12 +104,13 @@ def _take_turn(run: Run, messages: list[Message]) -> bool | None:
     """One model turn and its step, recorded in one commit. Whether this worker holds the next turn
     (claimed by that commit); None when the run stops here (the model failed, or the turn was given away)."""
     transcript = [m.as_openai() for m in messages]
+    turn = run.step_count
     try:
-        reply = llm.complete(transcript, registry.openai_specs(agent=run.agent))
+        with services.Renewing(lambda: services.turn_renew(run_id=run.pk, step=turn), settings.TURN_LEASE_SECONDS):
+            reply = llm.complete(transcript, registry.openai_specs(agent=run.agent))
     except llm.ModelError as exc:
         services.run_fail(run=run, error=str(exc))
         return None
-    turn = run.step_count
     content, calls = checkpoints.hold_final_answer(run, reply.content, reply.calls, transcript)
     recorded = services.step_record(run=run, content=content, calls=calls, turn=turn, transcript=messages, **FUSED)
     if recorded is None:

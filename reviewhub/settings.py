@@ -241,10 +241,11 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "reviewhub")
 TURNS_QUEUE = env_str("CELERY_TURNS_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-turns")
 TOOLS_QUEUE = env_str("CELERY_TOOLS_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-tools")
-# Leases: a model turn whose worker went quiet this long is taken over by the sweep (it must be
-# longer than the longest legitimate turn, README). A claim on a tool's execution holds for
-# EXECUTION_LEASE_SECONDS and its claimer renews it while the body runs (approvals/services/leases.py).
-TURN_LEASE_SECONDS = env_int("TURN_LEASE_SECONDS", 300)
+# Leases: a claim on a model turn holds for TURN_LEASE_SECONDS and its worker renews it while it waits for
+# the model (approvals/services/runs.py turn_renew); a turn whose worker went quiet this long is taken over by
+# the sweep. A claim on a tool's execution holds for EXECUTION_LEASE_SECONDS and its claimer renews it while
+# the body runs (approvals/services/leases.py).
+TURN_LEASE_SECONDS = env_int("TURN_LEASE_SECONDS", 15)
 EXECUTION_LEASE_SECONDS = env_int("EXECUTION_LEASE_SECONDS", 6)
 # The sweep: how often it runs, how long an approved call or an idle run may sit before it is
 # resumed, and after how many resumptions without progress the run is failed with the reason.

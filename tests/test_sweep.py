@@ -235,13 +235,3 @@ def test_the_embedded_default_sweeps_in_its_periodic_thread(monkeypatch, setting
     with pytest.raises(StopIteration):
         periodic.run_forever()
     assert passes == ["deadlines", "sweep"]
-
-
-def test_a_turn_lease_shorter_than_a_model_turn_is_reported(settings):
-    from agents import checks
-
-    assert checks.turn_lease_outlasts_a_model_turn() == []
-    settings.OPENAI_TIMEOUT, settings.OPENAI_MAX_RETRIES, settings.MODEL_RETRY_BACKOFF = 60, 3, 1.0
-    settings.TURN_LEASE_SECONDS = 120
-    [warning] = checks.turn_lease_outlasts_a_model_turn()
-    assert warning.id == "agents.W001" and "247 s" in warning.msg

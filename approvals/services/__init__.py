@@ -30,7 +30,7 @@ from .errors import (
 )
 from .execution import EXECUTABLE, runnable_calls, toolcall_claim, toolcall_execute
 from .gate import ProposedCall, step_record
-from .leases import lease_lapse, lease_renew, leases_lapse
+from .leases import Renewing, lease_lapse, lease_renew, leases_lapse
 from .outcomes import toolcall_settle
 from .previews import toolcall_edit_changes, toolcall_preview
 from .questions import AnswerRefused, question_from_agent, toolcall_answer
@@ -44,6 +44,7 @@ from .runs import (
     run_resumed,
     run_retry,
     run_set_status,
+    turn_renew,
 )
 from .sweep import Stall, run_stall, run_take_further, stuck_runs, sweep_apply
 from .transcript import message_append, run_lock, step_is_answered
@@ -67,6 +68,7 @@ __all__ = [
     "expire_overdue",
     "lease_lapse",
     "lease_renew",
+    "Renewing",
     "leases_lapse",
     "message_append",
     "request_resume",
@@ -77,6 +79,7 @@ __all__ = [
     "run_fail",
     "run_lock",
     "run_resumed",
+    "turn_renew",
     "run_retry",
     "run_set_status",
     "run_stall",

@@ -45,19 +45,20 @@ def lease_renew(*, call_id: int, claimed_at: datetime | None = None, now: dateti
 
 
 class Renewing:
-    """`with Renewing(renew):` calls renew() every third of a lease in a thread while the block runs.
+    """`with Renewing(renew):` calls renew() every third of a lease (`seconds`, an execution's by default) in a
+    thread while the block runs.
 
     renew() returns a falsy value once the lease is gone: renewing stops, and `lapsed` says so."""
 
-    def __init__(self, renew: Callable[[], object]):
+    def __init__(self, renew: Callable[[], object], seconds: float | None = None):
         self.renew, self.lapsed = renew, False
+        self.every = max(0.2, (seconds or settings.EXECUTION_LEASE_SECONDS) / 3)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="lease-renewal", daemon=True)
 
     def _loop(self) -> None:
-        every = max(0.2, settings.EXECUTION_LEASE_SECONDS / 3)
         try:
-            while not self._stop.wait(every):
+            while not self._stop.wait(self.every):
                 try:
                     if not self.renew():
                         self.lapsed = True

@@ -87,7 +87,8 @@ def run_set_status(*, run: Run, status: str, error: str = "") -> None:
 def run_begin_turn(*, run: Run) -> bool:
     """Claim the next model turn. Only one worker wins; returns whether it was this one.
 
-    A turn left "thinking" by a worker that died is taken again after the lease.
+    A turn left "thinking" by a worker that died is taken again after the lease (TURN_LEASE_SECONDS), which
+    a live worker renews while it waits for the model (turn_renew).
     """
     idle = Q(thinking=False) | Q(updated_at__lt=timezone.now() - turn_lease())
     won = Run.objects.filter(idle, pk=run.pk, status__in=Run.ACTIVE, step_count=run.step_count).update(
@@ -97,6 +98,13 @@ def run_begin_turn(*, run: Run) -> bool:
         run.refresh_from_db()
         live.run_changed(run.pk)
     return bool(won)
+
+
+def turn_renew(*, run_id: int, step: int) -> bool:
+    """Keep the claim on model turn `step` while its worker waits for the model (services.Renewing): False once
+    the turn is no longer this worker's (taken over after its lease, or the run stopped)."""
+    turn = Run.objects.filter(pk=run_id, step_count=step, thinking=True, status__in=Run.ACTIVE)
+    return bool(turn.update(updated_at=timezone.now()))
 
 
 def run_resumed(*, run: Run) -> None:
