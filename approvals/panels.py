@@ -9,6 +9,7 @@ viewers with the same viewer_key().
 
 from .access import can_decide, can_settle
 from .checkpoints import stage_calls
+from .friction import friction_for, shown_token
 from .models import AuditEvent, Decision, ToolCall
 from .planted import planted
 from .questions import answer_fields, payload_table
@@ -33,6 +34,8 @@ def panel_context(user, call: ToolCall, decision: Decision | None) -> dict:
         context["stage_calls"] = stage_calls(user, call)
     if call.status == ToolCall.Status.APPROVED:
         context["not_claimed"] = not_claimed(call)
+    if context["can_decide"] and (gate := friction_for(call)) is not None:
+        context |= {"friction": gate, "shown_token": shown_token(call)}
     return context
 
 
@@ -59,5 +62,6 @@ def viewer_key(user, context: dict) -> str:
     """Viewers with equal keys get the same panel HTML: the viewer's part of the
     context, and whether the viewer is the one reviewing the call (claim.html)."""
     current = context["call"].current_reviewer
-    mine = [(key, value) for key, value in context.items() if key not in ("call", "decision", "user")]
+    shared = ("call", "decision", "user", "shown_token")  # the token says when the card was shown, to anyone
+    mine = [(key, value) for key, value in context.items() if key not in shared]
     return repr((sorted(mine), current is not None and current.pk == user.pk))

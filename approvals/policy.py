@@ -37,6 +37,8 @@ class PolicyOutcome:
     # Only members of this group may decide (None: any reviewer).
     group_id: int | None = None
     group_name: str = ""
+    # The rule that sent it to review marks it high impact (approvals/friction.py).
+    high_impact: bool = False
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -87,6 +89,7 @@ def _review(reason: str, rule: PolicyRule | None, tool_name: str) -> PolicyOutco
         max(1, rule.required_approvals) if rule is not None else 1,
         group.pk if group else None,
         group.name if group else "",
+        rule is not None and rule.high_impact,
     )
 
 

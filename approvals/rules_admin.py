@@ -56,7 +56,7 @@ class PolicyRuleAdmin(RefuseUnstorableQuery, admin.ModelAdmin):
     readonly_fields = ["shadow_record"]
     fieldsets = [
         (None, {"fields": ["name", "tool_name", ("field", "operator", "value")]}),
-        ("Outcome", {"fields": ["outcome", "required_approvals", "group"]}),
+        ("Outcome", {"fields": ["outcome", "required_approvals", "group", "high_impact"]}),
         ("Evaluation", {"fields": ["order", "enabled", "shadow", "shadow_record"]}),
     ]
 
@@ -67,8 +67,13 @@ class PolicyRuleAdmin(RefuseUnstorableQuery, admin.ModelAdmin):
 
 @admin.register(ToolSetting)
 class ToolSettingAdmin(RefuseUnstorableQuery, admin.ModelAdmin):
-    list_display = ["tool_name", "group", "timeout_minutes", "warn_minutes", "on_expiry", "escalate_to"]
+    list_display = ["tool_name", "group", "timeout_minutes", "warn_minutes", "on_expiry", "escalate_to", "high_impact"]
     list_select_related = ["group", "escalate_to"]
+    fieldsets = [
+        (None, {"fields": ["tool_name", "group"]}),
+        ("Time limit", {"fields": ["timeout_minutes", "warn_minutes", "on_expiry", "escalate_to"]}),
+        ("High impact", {"fields": ["high_impact", "high_impact_seconds", "confirm_field"]}),
+    ]
 
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         if db_field.name == "tool_name":

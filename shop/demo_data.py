@@ -75,7 +75,8 @@ def seed_users() -> dict:
 
 
 def seed_governance() -> None:
-    """Who decides what, and how long calls may wait: large refunds only by "senior";
+    """Who decides what, and how long calls may wait: large refunds only by "senior", behind the high-impact
+    gate (approvals/friction.py);
     refunds and emails wait at most an hour, then an overdue refund goes to "senior" once."""
     setup_roles()
     senior = Group.objects.get(name="senior")
@@ -89,6 +90,7 @@ def seed_governance() -> None:
             "outcome": PolicyRule.Outcome.REVIEW,
             "group": senior,
             "order": 5,
+            "high_impact": True,  # the card's Approve waits 10 s and asks for the amount typed
         },
     )
     PolicyRule.objects.get_or_create(
@@ -105,7 +107,12 @@ def seed_governance() -> None:
     )
     ToolSetting.objects.get_or_create(
         tool_name="issue_refund",
-        defaults={"timeout_minutes": 60, "on_expiry": ToolSetting.OnExpiry.ESCALATE, "escalate_to": senior},
+        defaults={
+            "timeout_minutes": 60,
+            "on_expiry": ToolSetting.OnExpiry.ESCALATE,
+            "escalate_to": senior,
+            "confirm_field": "amount",  # typed to approve a refund a rule marks high impact
+        },
     )
     ToolSetting.objects.get_or_create(tool_name="send_email", defaults={"timeout_minutes": 60})
     seed_turn_rules()

@@ -56,6 +56,11 @@ class PolicyRule(models.Model):
         default=False,
         help_text="Shadow mode: never decides; records what it would have decided next to the human decision.",
     )
+    high_impact = models.BooleanField(
+        default=False,
+        help_text="For “require review”: a high-impact gate on matching calls (Approve after a time on the card, "
+        "and the typed confirmation the tool's settings name).",
+    )
 
     class Meta:
         ordering = ["order", "id"]
@@ -66,8 +71,8 @@ class PolicyRule(models.Model):
     def clean(self):
         if self.operator != self.Operator.ANY and not self.field:
             raise ValidationError({"field": "Name the argument this condition compares."})
-        if self.outcome != self.Outcome.REVIEW and (self.required_approvals != 1 or self.group_id):
-            raise ValidationError("Approvals and a group only apply to the outcome “require review”.")
+        if self.outcome != self.Outcome.REVIEW and (self.required_approvals != 1 or self.group_id or self.high_impact):
+            raise ValidationError("Approvals, a group and high impact only apply to the outcome “require review”.")
         if self.required_approvals < 1:
             raise ValidationError({"required_approvals": "At least one approval."})
 
@@ -121,6 +126,21 @@ class ToolSetting(models.Model):
     )
     on_expiry = models.CharField(max_length=16, choices=OnExpiry.choices, default=OnExpiry.REJECT)
     escalate_to = models.ForeignKey(Group, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    # The high-impact gate (approvals/friction.py): on every call of the tool, or on those a rule marks.
+    high_impact = models.BooleanField(
+        default=False,
+        help_text="Every call of this tool is high impact: no default button, Approve only after a time on the "
+        "card, and the typed confirmation below. A policy rule can also mark some calls high impact.",
+    )
+    high_impact_seconds = models.PositiveIntegerField(
+        default=10, help_text="High impact: Approve is enabled this many seconds after the card is shown."
+    )
+    confirm_field = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="High impact: the argument the reviewer types to approve (e.g. amount, to, order_id). "
+        "Empty: no typed confirmation.",
+    )
 
     class Meta:
         ordering = ["tool_name"]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
-from .. import audit, live, policy, storable
+from .. import audit, friction, live, policy, storable
 from ..access import can_decide, in_group
 from ..hashing import args_hash
 from ..models import Decision, ToolCall
@@ -17,7 +17,15 @@ from ..models.calls import facts_warning
 from ..planted import planted
 from ..text import sentence
 from ..tools import ArgumentsInvalid, Tool, registry
-from .errors import AlreadyDecided, DecisionError, EditInvalid, NotAllowed, StaleView, WarningNotAcknowledged
+from .errors import (
+    AlreadyDecided,
+    DecisionError,
+    EditInvalid,
+    HighImpactRefused,
+    NotAllowed,
+    StaleView,
+    WarningNotAcknowledged,
+)
 from .runs import request_resume
 from .shadow import shadow_settle
 from .shown import what_was_shown
@@ -87,7 +95,7 @@ class _Approval:
         return self.count >= self.required
 
 
-def _approval(call: ToolCall, reviewer: AbstractBaseUser, verdict: str, arguments, anyway: bool) -> _Approval:
+def _approval(call: ToolCall, reviewer: AbstractBaseUser, verdict: str, arguments, anyway: bool, proof) -> _Approval:
     """Check an approval (or edit) against the tool's schema, the facts' warning and today's policy; count it."""
     tool = tool_for(call)
     decided = call.review_arguments
@@ -101,6 +109,9 @@ def _approval(call: ToolCall, reviewer: AbstractBaseUser, verdict: str, argument
     group_id = effective_group(call, outcome)
     if not in_group(reviewer, group_id):
         raise NotAllowed(f"Only members of the group “{outcome.group_name}” may approve this ({outcome.reason}).")
+    gate = friction.friction_for(call, decided, rule_says=outcome.high_impact)
+    if gate is not None and (errors := friction.problems(gate, call, proof)):
+        raise HighImpactRefused(errors)
     required = max(call.required_approvals, outcome.required_approvals if outcome.action == policy.REVIEW else 1)
     changes = {"approved_arguments": decided, "required_approvals": required, "review_group_id": group_id}
     if outcome.action == policy.REVIEW:
@@ -224,6 +235,7 @@ def toolcall_decide(
     guidance: str = "",
     approve_anyway: bool = False,
     channel: str = "api",
+    proof: friction.Proof | None = None,
 ) -> Decision:
     """Approve, edit or reject a pending call: lock, check, store, resume on commit.
 
@@ -233,7 +245,8 @@ def toolcall_decide(
     A call that needs N approvals stays pending until N different reviewers of
     its group approve the same arguments; the Nth approval is the final decision.
     A reject always ends it. Guidance is shown to the model after the step's outputs.
-    `channel`: how the reviewer chose (services/shown.py's CHANNELS), for the trail.
+    `channel`: how the reviewer chose (services/shown.py's CHANNELS), for the trail. `proof`: what the card
+    of a high-impact call sends with an approval (approvals/friction.py); without it such a call is refused.
     """
     reason, guidance = (reason or "").strip(), (guidance or "").strip()
     _storable_texts(reason=reason, guidance=guidance)
@@ -247,7 +260,7 @@ def toolcall_decide(
                 raise EditInvalid({"reason": ["A reason is required to reject; the agent will read it."]})
             approval = None
         elif verdict in Decision.APPROVING:
-            approval = _approval(call, reviewer, verdict, arguments, approve_anyway)
+            approval = _approval(call, reviewer, verdict, arguments, approve_anyway, proof)
             verdict = approval.verdict
         else:
             raise DecisionError(f"Unknown decision {verdict!r}.")

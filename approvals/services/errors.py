@@ -49,6 +49,14 @@ class EditInvalid(DecisionError):
         super().__init__("The edited arguments are not valid.")
 
 
+class HighImpactRefused(EditInvalid):
+    """A high-impact call approved too early, without its typed confirmation, or away from its card."""
+
+    def __init__(self, errors: dict[str, list[str]]):
+        super().__init__(errors)
+        self.args = (next(iter(errors.values()))[0],)
+
+
 class WarningNotAcknowledged(EditInvalid):
     """The facts warn against running the call as it stands: approving it needs "Approve anyway"."""
 

@@ -11,6 +11,7 @@ from django_htmx.http import trigger_client_event
 from .. import services
 from ..access import can_decide, can_settle
 from ..forms import parse_edit
+from ..friction import Proof
 from ..models import Decision, ToolCall
 from ..planted import planted
 from .panels import edit_values, get_call_for_user, panel_response
@@ -49,6 +50,11 @@ def _via(request: HttpRequest) -> str:
     return "key" if request.POST.get("via") == "key" else "button"
 
 
+def _proof(request: HttpRequest) -> Proof:
+    """What a high-impact card sends with Approve: when it was shown, and the value typed (approvals/friction.py)."""
+    return Proof(token=request.POST.get("shown", ""), typed=request.POST.get("confirm", ""))
+
+
 def _decide(request: HttpRequest, pk: int, decide, **kwargs) -> HttpResponse:
     """Run one decision service for this reviewer on the arguments they were shown."""
     call = get_call_for_user(request, pk)
@@ -65,7 +71,8 @@ def _decide(request: HttpRequest, pk: int, decide, **kwargs) -> HttpResponse:
 @require_POST
 def call_approve(request: HttpRequest, pk: int) -> HttpResponse:
     anyway = request.POST.get("approve_anyway") == "1"
-    return _decide(request, pk, services.toolcall_decide, verdict=Decision.Verdict.APPROVE, approve_anyway=anyway)
+    approve = Decision.Verdict.APPROVE
+    return _decide(request, pk, services.toolcall_decide, verdict=approve, approve_anyway=anyway, proof=_proof(request))
 
 
 @login_required
@@ -96,6 +103,7 @@ def call_edit(request: HttpRequest, pk: int) -> HttpResponse:
             arguments=arguments,
             approve_anyway=request.POST.get("approve_anyway") == "on",
             channel=_via(request),
+            proof=_proof(request),
         )
     except services.DecisionError as exc:
         call.refresh_from_db()

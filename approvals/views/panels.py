@@ -11,7 +11,8 @@ from ..services import DecisionError, EditInvalid
 from ..tools import registry
 from ..turn_card import turn_card
 
-FIELDLESS = {"arguments_json", "reason", "guidance", "approve_anyway"}
+NAMED_ERRORS = ("reason", "guidance", "output", "answer", "approve", "confirm")  # said above the buttons
+FIELDLESS = {"arguments_json", "reason", "guidance", "approve_anyway", "approve", "confirm"}
 
 
 def get_call_for_user(request: HttpRequest, pk: int) -> ToolCall:
@@ -31,7 +32,9 @@ def _error_context(error: DecisionError | None) -> dict:
     if error is None:
         return {"errors": {}, "error_message": ""}
     errors = error.errors if isinstance(error, EditInvalid) else {}
-    named = [errors[name][0] for name in ("reason", "guidance", "output", "answer") if name in errors]
+    named = [
+        errors[name][0] for name in ("reason", "guidance", "output", "answer", "approve", "confirm") if name in errors
+    ]
     return {"errors": errors, "error_message": named[0] if named else str(error)}
 
 
