@@ -77,6 +77,7 @@ from django.contrib.auth.models import Group, Permission
 from django.db.models import Exists, OuterRef, Q
 
 from . import policy_snapshot
+from .friction import friction_for
 from .models import Run, ToolCall
 from .planted import planted
 from .tools import registry
@@ -212,11 +213,11 @@ def shown_on_card_of(call: ToolCall, other: ToolCall) -> bool:
 
 def chat_decisions_allowed(call: ToolCall) -> tuple[bool, str]:
     """Whether anyone may decide this call from a chat message: a tool that allows it, a call one approval
-    settles, not escalated, whose facts carry no warning. Everything else is decided in ReviewHub."""
+    settles, not escalated, whose facts carry no warning, not high impact. Everything else is decided in ReviewHub."""
     tool = registry.for_call(call)
     if tool is None or not tool.chat_decisions:
         return False, "This tool's calls are decided in ReviewHub, not in chat."
-    if call.required_approvals > 1 or call.escalated_at is not None or call.warning:
+    if call.required_approvals > 1 or call.escalated_at is not None or call.warning or friction_for(call):
         return False, "This call needs a closer look; decide it in ReviewHub."
     return True, ""
 

@@ -22,6 +22,7 @@ from .models import ToolCall
 from .tools import registry
 
 SALT = "reviewhub.friction.shown"
+DEFAULT_SECONDS = 10  # on the card before Approve, where the tool's setting names no time
 MAX_TOKEN_AGE = 24 * 3600  # a card shown more than a day ago is shown again
 
 
@@ -54,17 +55,21 @@ def _shown_value(tool_name: str, field: str, value) -> str:
     return str(value)
 
 
-def friction_for(call: ToolCall, arguments: dict | None = None, *, rule_says: bool = False) -> Friction | None:
+def friction_for(
+    call: ToolCall, arguments: dict | None = None, *, rule_says: bool = False, fresh: bool = True
+) -> Friction | None:
     """The gate on approving `call` with `arguments` (its arguments under review by default), or None.
-    `rule_says`: the policy evaluated for these arguments marks them high impact."""
-    setting = policy_snapshot.tool_setting(call.tool_name, fresh=False)
+    `rule_says`: the policy evaluated for these arguments marks them high impact; not `fresh`: policy was just
+    read by this thread (policy_snapshot.tool_setting)."""
+    setting = policy_snapshot.tool_setting(call.tool_name, fresh=fresh)
     marked = setting.high_impact or rule_says or bool((call.policy or {}).get("high_impact"))
     if not marked or call.kind != ToolCall.Kind.CALL:
         return None
     arguments = call.review_arguments if arguments is None else arguments
     field = setting.confirm_field if setting.confirm_field in (arguments or {}) else ""
     expected = _shown_value(call.tool_name, field, arguments[field]) if field else ""
-    return Friction(seconds=setting.high_impact_seconds, confirm_field=field, expected=expected)
+    seconds = DEFAULT_SECONDS if setting.high_impact_seconds is None else setting.high_impact_seconds
+    return Friction(seconds=seconds, confirm_field=field, expected=expected)
 
 
 def shown_token(call: ToolCall) -> str:

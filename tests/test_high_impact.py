@@ -139,3 +139,18 @@ def test_approving_from_the_card_too_soon_says_why_and_changes_nothing(gated, re
 
     assert response.status_code == 400 and "more second(s), then approve" in response.content.decode()
     assert ToolCall.objects.get(pk=gated.pk).status == ToolCall.Status.PENDING
+
+
+def test_a_high_impact_call_is_never_offered_for_a_decision_in_chat(gated, monkeypatch):
+    import dataclasses
+
+    from approvals.access import chat_decisions_allowed
+    from approvals.tools import registry
+
+    tool = dataclasses.replace(registry.get("issue_refund"), chat_decisions=True)
+    monkeypatch.setitem(registry._tools, tool.name, tool)
+    assert chat_decisions_allowed(gated) == (False, "This call needs a closer look; decide it in ReviewHub.")
+    setting = ToolSetting.objects.get(tool_name="issue_refund")
+    setting.high_impact = False
+    setting.save()
+    assert chat_decisions_allowed(ToolCall.objects.get(pk=gated.pk)) == (True, "")

@@ -133,7 +133,9 @@ class ToolSetting(models.Model):
         "card, and the typed confirmation below. A policy rule can also mark some calls high impact.",
     )
     high_impact_seconds = models.PositiveIntegerField(
-        default=10, help_text="High impact: Approve is enabled this many seconds after the card is shown."
+        null=True,
+        blank=True,
+        help_text="High impact: Approve is enabled this many seconds after the card is shown. Empty: 10.",
     )
     confirm_field = models.CharField(
         max_length=100,

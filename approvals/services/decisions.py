@@ -109,7 +109,7 @@ def _approval(call: ToolCall, reviewer: AbstractBaseUser, verdict: str, argument
     group_id = effective_group(call, outcome)
     if not in_group(reviewer, group_id):
         raise NotAllowed(f"Only members of the group “{outcome.group_name}” may approve this ({outcome.reason}).")
-    gate = friction.friction_for(call, decided, rule_says=outcome.high_impact)
+    gate = friction.friction_for(call, decided, rule_says=outcome.high_impact, fresh=False)
     if gate is not None and (errors := friction.problems(gate, call, proof)):
         raise HighImpactRefused(errors)
     required = max(call.required_approvals, outcome.required_approvals if outcome.action == policy.REVIEW else 1)
