@@ -28,10 +28,12 @@ MAX_TOKEN_AGE = 24 * 3600  # a card shown more than a day ago is shown again
 
 @dataclass(frozen=True)
 class Proof:
-    """What an approval of a high-impact call brings from its card: the shown token, and what was typed."""
+    """What a decision brings from its card: when it was shown and what was typed (for the high-impact gate), and
+    whether its facts were in view (for the trail)."""
 
     token: str = ""
     typed: str = ""
+    facts_in_view: bool | None = None  # whether the card's facts were on screen before deciding (card.js)
 
 
 @dataclass(frozen=True)

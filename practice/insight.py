@@ -3,7 +3,8 @@
 caught / (caught + missed + not seen) with a 95 % Wilson score interval; calls still waiting are counted
 apart, never in the rate. Beside it, from the real calls' decisions (their trail records,
 approvals/services/shown.py): the median time from opening the card to deciding, on practice calls against real
-ones, and the other signs of inattention: how many real calls were approved, and how many in a batch."""
+ones, and the other signs of inattention: how many real calls were approved, how many in a batch, how many within
+FAST_APPROVAL of opening the card, and how many with the card's facts never in view."""
 
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -11,7 +12,7 @@ from math import sqrt
 from statistics import median
 
 from approvals import charts
-from approvals.insight import Window
+from approvals.insight import FAST_APPROVAL, Window
 from approvals.models import AuditEvent
 
 from .models import PracticeCall
@@ -46,6 +47,8 @@ class CatchRow:
     real_decided: int = 0
     real_approved: int = 0
     real_batch: int = 0
+    real_quick: int = 0  # approved within FAST_APPROVAL of opening the card
+    real_unseen: int = 0  # approved with the card's facts never in view (card.js said so)
 
     @property
     def planted(self) -> int:
@@ -118,9 +121,12 @@ def _real_decisions(window: Window, by: str, rows: dict) -> None:
 def _count(row: CatchRow, payload: dict) -> None:
     shown = payload.get("shown") or {}
     row.real_decided += 1
-    row.real_approved += payload.get("verdict") in APPROVING
+    approved = payload.get("verdict") in APPROVING
+    row.real_approved += approved
     row.real_batch += shown.get("channel") == "batch"
+    row.real_unseen += approved and shown.get("facts_in_view") is False
     seconds = shown.get("seconds_from_open")
+    row.real_quick += approved and isinstance(seconds, (int, float)) and seconds < FAST_APPROVAL.total_seconds()
     if isinstance(seconds, (int, float)):
         row.real_seconds.append(float(seconds))
 
@@ -155,6 +161,7 @@ def totals(rows: list[CatchRow]) -> CatchRow:
             total.real_approved + row.real_approved,
         )
         total.real_batch += row.real_batch
+        total.real_quick, total.real_unseen = total.real_quick + row.real_quick, total.real_unseen + row.real_unseen
     return total
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from approvals import access, services
 from approvals.insight import Window
+from approvals.models import AuditEvent
 from practice.insight import catch_rates, totals, trend, wilson
 from practice.models import PracticeCall
 
@@ -87,6 +88,26 @@ def test_beside_the_rate_each_reviewers_real_approvals_and_batch_approvals_are_c
     assert totals(list(rows.values())).real_batch == 2
 
 
+def test_approvals_made_quickly_or_with_the_facts_never_in_view_are_counted_beside_the_rate(
+    seeded, run, reviewer, monkeypatch
+):
+    from approvals.friction import Proof
+    from approvals.services import shown
+
+    monkeypatch.setattr(shown, "seconds_open", lambda call, reviewer: 1.5 if call.call_id == "call_q" else 20.0)
+    for call_id, facts_in_view in [("call_q", True), ("call_unseen", False), ("call_read", True), ("call_plain", None)]:
+        call = real_refund(run, call_id)
+        proof = Proof(facts_in_view=facts_in_view)
+        services.toolcall_decide(
+            call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash, proof=proof
+        )
+    alice = {row.label: row for row in catch_rates(Window.default(), "reviewer")}["alice"]
+
+    assert (alice.real_approved, alice.real_quick, alice.real_unseen) == (4, 1, 1)
+    decided = AuditEvent.objects.filter(kind="decided", tool_call__call_id="call_unseen").get()
+    assert decided.payload["shown"]["facts_in_view"] is False
+
+
 def test_the_trend_stacks_each_days_caught_missed_and_not_seen_practice_calls(seeded):
     chart = trend(Window.default())
 
@@ -102,6 +123,7 @@ def test_the_insight_page_shows_the_catch_rate_to_auditors(seeded, client, audit
     page = client.get("/insight/catch-rate/?by=reviewer").content.decode()
     assert "3 / 4" in page and "75%" in page and "Export for auditors" in page
     assert "Real calls approved" in page and "in a batch" in page
+    assert "under 3 s" in page and "facts not in view" in page
     assert "Trend" in page and 'class="o-caught"' in page
 
 

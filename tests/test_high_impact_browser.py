@@ -1,11 +1,11 @@
 """The high-impact gate in a real Chromium, on the live server: Approve stays disabled until the card has been
 shown for its time (a countdown says how long), the key `a` obeys it, a wrong typed amount is refused by the
-server, and the right one approves."""
+server, and the right one approves. The decision's trail says the card's facts were in view (card.js)."""
 
 import pytest
 from django.urls import reverse
 
-from approvals.models import Decision, ToolCall, ToolSetting
+from approvals.models import AuditEvent, Decision, ToolCall, ToolSetting
 
 from .livestack import browser_login
 
@@ -44,6 +44,8 @@ def test_approve_waits_for_its_time_and_the_key_a_obeys_it(live_server, browser,
     page.keyboard.press("a")
     expect(card.locator(".outcome")).to_contain_text("Approved by")
     assert Decision.objects.get(tool_call=gated).verdict == Decision.Verdict.APPROVE
+    decided = AuditEvent.objects.get(tool_call=gated, kind=AuditEvent.Kind.DECIDED)
+    assert decided.payload["shown"]["facts_in_view"] is True  # card.js saw the facts on screen
 
 
 def test_a_wrong_typed_amount_is_refused_by_the_server_then_the_right_one_approves(

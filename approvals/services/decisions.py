@@ -187,7 +187,9 @@ def _store(call: ToolCall, approval: _Approval | None, **fields) -> Decision:
         raise AlreadyDecided(call, call.final_decision())
 
 
-def _audit(call: ToolCall, decision: Decision, approval: _Approval | None, shown_hash: str, channel: str) -> None:
+def _audit(
+    call: ToolCall, decision: Decision, approval: _Approval | None, shown_hash: str, channel: str, proof
+) -> None:
     payload = {
         "verdict": decision.verdict,
         "arguments_shown_hash": shown_hash,
@@ -200,7 +202,7 @@ def _audit(call: ToolCall, decision: Decision, approval: _Approval | None, shown
         "approvals": f"{approval.count} of {approval.required}" if approval else "",
         "facts": approval.changes.get("facts") if approval else None,
         "warning_acknowledged": approval.warning if approval else "",
-        "shown": what_was_shown(call=call, reviewer=decision.reviewer, channel=channel),
+        "shown": what_was_shown(call=call, reviewer=decision.reviewer, channel=channel, proof=proof),
     }
     audit.record(audit.AuditEvent.Kind.DECIDED, tool_call=call, actor=decision.reviewer, payload=payload)
 
@@ -265,7 +267,7 @@ def toolcall_decide(
         else:
             raise DecisionError(f"Unknown decision {verdict!r}.")
         decision = _store(call, approval, reviewer=reviewer, verdict=verdict, reason=reason, guidance=guidance)
-        _audit(call, decision, approval, shown_hash, channel)
+        _audit(call, decision, approval, shown_hash, channel, proof)
         _apply(call, decision, approval)
     return decision
 

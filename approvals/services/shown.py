@@ -33,12 +33,14 @@ def seconds_open(call: ToolCall, reviewer, now: datetime | None = None) -> float
     return round(((now or timezone.now()) - opened).total_seconds(), 3)
 
 
-def what_was_shown(*, call: ToolCall, reviewer, channel: str) -> dict:
-    """The trail's record of the card the decision was made on."""
+def what_was_shown(*, call: ToolCall, reviewer, channel: str, proof=None) -> dict:
+    """The trail's record of the card the decision was made on; `proof`, what the card sent (friction.Proof):
+    whether its facts were in view (None when the card did not say: no JavaScript, a batch, a chat button)."""
     warnings = [text for text in (call.warning, call.returned_reason) if text]
     return {
         "options_offered": list(offered_decisions(call)),
         "warnings_shown": warnings,
         "seconds_from_open": seconds_open(call, reviewer),
         "channel": channel_of(channel),
+        "facts_in_view": getattr(proof, "facts_in_view", None),
     }

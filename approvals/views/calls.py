@@ -51,8 +51,11 @@ def _via(request: HttpRequest) -> str:
 
 
 def _proof(request: HttpRequest) -> Proof:
-    """What a high-impact card sends with Approve: when it was shown, and the value typed (approvals/friction.py)."""
-    return Proof(token=request.POST.get("shown", ""), typed=request.POST.get("confirm", ""))
+    """What the card sends with a decision: when it was shown, the value typed, whether its facts were in view."""
+    facts_in_view = {"1": True, "0": False}.get(request.POST.get("facts_seen", ""))
+    return Proof(
+        token=request.POST.get("shown", ""), typed=request.POST.get("confirm", ""), facts_in_view=facts_in_view
+    )
 
 
 def _decide(request: HttpRequest, pk: int, decide, **kwargs) -> HttpResponse:
@@ -79,7 +82,8 @@ def call_approve(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def call_reject(request: HttpRequest, pk: int) -> HttpResponse:
     reason = request.POST.get("reason", "")
-    return _decide(request, pk, services.toolcall_decide, verdict=Decision.Verdict.REJECT, reason=reason)
+    reject = Decision.Verdict.REJECT
+    return _decide(request, pk, services.toolcall_decide, verdict=reject, reason=reason, proof=_proof(request))
 
 
 @login_required
