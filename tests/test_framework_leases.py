@@ -115,9 +115,10 @@ class Agent:
             "OPENAI_API_KEY": "unused",
             "AGENT_DATA": str(data),
         }
+        self.processes: list[subprocess.Popen] = []
 
     def spawn(self, *args: str, **env: str) -> subprocess.Popen:
-        return subprocess.Popen(
+        process = subprocess.Popen(
             [sys.executable, str(self.script), *args],
             cwd=self.data,
             env=self.env | env,
@@ -126,6 +127,15 @@ class Agent:
             text=True,
             start_new_session=True,
         )
+        self.processes.append(process)
+        return process
+
+    def kill_left(self) -> None:
+        """SIGKILL what a failing test left running (each process is its own group)."""
+        for process in self.processes:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.communicate()
 
     def records(self, name: str) -> list[dict]:
         """What the world wrote down: each attempt ("attempts") or effect ("effects"), with its execution key."""
@@ -156,8 +166,10 @@ def token(servers) -> str:
 
 
 @pytest.fixture(params=FRAMEWORKS)
-def agent(request, servers, token, tmp_path) -> Agent:
-    return Agent(request.param, tmp_path / request.param, hub=servers["hub"], model=servers["model"], token=token)
+def agent(request, servers, token, tmp_path):
+    made = Agent(request.param, tmp_path / request.param, hub=servers["hub"], model=servers["model"], token=token)
+    yield made
+    made.kill_left()
 
 
 def killed_at(agent: Agent, request: str, point: str, reviewer) -> ToolCall:
