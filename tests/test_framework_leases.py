@@ -292,7 +292,8 @@ def test_a_tool_killed_after_its_effect_whose_run_the_reviewer_fails_stops_the_a
     code, event, err = ended(agent.spawn("resume", "t-1"))
 
     assert code == 4, f"exited {code}: {event}\n{err[-4000:]}"
-    assert event["reviewhub_error"] == "ToolFailed" and form["reason"] in event["detail"]
+    assert event["error"] == event["reviewhub_error"] == "ToolFailed"  # as itself, unwrapped
+    assert form["reason"] in event["detail"]
     assert len(agent.records("attempts")) == 1 and len(agent.records("effects")) == 1
     assert len(model_requests(servers)) == asked  # the model was not asked again
     assert ToolCall.objects.get(pk=call.pk).status == ToolCall.Status.FAILED
