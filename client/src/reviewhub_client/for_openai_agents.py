@@ -13,7 +13,9 @@ AgentsReview runs the agent with its approval tools wrapped (`gated_agent`): an 
 gate, with the arguments ReviewHub approved (the SDK itself cannot run edited arguments; the model is told what
 the reviewer changed), once across processes. Gate failures (and the tool's own errors) end the run with the
 error (`failure_error_function=None`): the model is never told "An error occurred ... Please try again." after a
-refund that may have happened."""
+refund that may have happened. The SDK wraps what a tool raises in its own UserError; AgentsReview raises the
+gate's own error instead (OutcomeUnknown, NotApproved, ToolFailed), as the other adapters do, so that
+`except OutcomeUnknown:` works around `start` and `resume`."""
 
 import asyncio
 import copy
@@ -25,6 +27,7 @@ from agents.tool import set_function_tool_failure_error_function
 from agents.tool_context import ToolContext
 
 from ._adapters import check_ran, execute_async
+from .errors import ReviewHubError
 from .gate import Gate
 from .models import Call
 
@@ -66,7 +69,17 @@ class AgentsReview:
 
     async def start(self, request: str) -> list[Call]:
         """Run on the user's request until it finishes or is interrupted; returns the calls proposed."""
-        return await self._after(await Runner.run(self.agent, request, max_turns=self.max_turns))
+        return await self._after(await self._run(request))
+
+    async def _run(self, given: Any) -> Any:
+        """Runner.run on a request or a RunState; the gate's own error if the SDK wrapped one."""
+        try:
+            return await Runner.run(self.agent, given, max_turns=self.max_turns)
+        except Exception as exc:
+            gate_error = _gate_error(exc)
+            if gate_error is None:
+                raise
+            raise gate_error from None
 
     async def _after(self, result: Any) -> list[Call]:
         if not result.interruptions:
@@ -92,7 +105,7 @@ class AgentsReview:
             items = state.get_interruptions()
             for item in items:
                 await self._decide(state, item, timeout)
-            await self._after(await Runner.run(self.agent, state, max_turns=self.max_turns))
+            await self._after(await self._run(state))
             await asyncio.to_thread(check_ran, self.gate, [item.call_id for item in items], fix=FIX)
 
     async def _decide(self, state: Any, item: Any, timeout: float | None) -> None:
@@ -105,6 +118,17 @@ class AgentsReview:
             state.approve(item)
         else:
             state.reject(item, rejection_message=call.decision.tool_message())
+
+
+def _gate_error(exc: BaseException) -> ReviewHubError | None:
+    """The ReviewHub error a tool raised, where the SDK wrapped it (`UserError(...) from` it)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, ReviewHubError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__
+    return None
 
 
 def _reasoning(result: Any) -> str:
