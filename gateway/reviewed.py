@@ -19,7 +19,7 @@ from approvals.models import ToolCall
 from remote.errors import ApiError
 from remote.waiting import Waiter
 
-from . import services
+from . import services, tasks
 from .runtime import Runtime, db
 from .upstreams import error_result, text_of
 
@@ -134,7 +134,7 @@ def _changed_note(call: ToolCall) -> str:
     return f"A reviewer changed the arguments before this ran: {parts}."
 
 
-def _executed(call: ToolCall) -> types.CallToolResult:
+def executed_result(call: ToolCall) -> types.CallToolResult:
     stored = call.gateway.result
     result = types.CallToolResult.model_validate(stored) if stored else error_result(call.remote.reported_output)
     note = _changed_note(call)
@@ -143,7 +143,7 @@ def _executed(call: ToolCall) -> types.CallToolResult:
     return result
 
 
-def _refused(*, call: ToolCall) -> types.CallToolResult:
+def refused_result(*, call: ToolCall) -> types.CallToolResult:
     """Sync: it reads the final decision."""
     if call.status in ENDED:
         return error_result(ENDED[call.status])
@@ -191,7 +191,7 @@ async def _run_upstream(runtime: Runtime, entry: services.Entry, call: ToolCall)
         await db(services.call_finish, gateway=runtime.gateway, call_id=call.pk, result=dumped, ok=ok, output=output)
 
 
-async def _claim_and_run(runtime: Runtime, entry: services.Entry, call: ToolCall) -> None:
+async def claim_and_run(runtime: Runtime, entry: services.Entry, call: ToolCall) -> None:
     try:
         won = await db(services.call_claim, gateway=runtime.gateway, call_id=call.pk)
     except ApiError:
@@ -208,13 +208,13 @@ async def _execute(ctx, runtime: Runtime, entry: services.Entry, call: ToolCall,
     it again if the winner's lease lapsed on an idempotent tool)."""
     while True:
         if call.status == ToolCall.Status.APPROVED:
-            await _claim_and_run(runtime, entry, call)
+            await claim_and_run(runtime, entry, call)
         call = await _wait(ctx, call.pk, until, (ToolCall.Status.EXECUTING,))
         if call.status != ToolCall.Status.APPROVED or time.monotonic() >= until:
             break
     if call.status in DONE:
         await db(services.call_answered, call_id=call.pk)
-        return _executed(call)
+        return executed_result(call)
     if call.status == ToolCall.Status.OUTCOME_UNKNOWN:
         return error_result(UNKNOWN.format(call=call.pk, link=services.call_link(call)))
     if call.status in (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING):
@@ -223,13 +223,15 @@ async def _execute(ctx, runtime: Runtime, entry: services.Entry, call: ToolCall,
             "call the same tool with the same arguments again for its result."
         )
     await db(services.call_answered, call_id=call.pk)
-    return await db(_refused, call=call)
+    return await db(refused_result, call=call)
 
 
-async def call_reviewed(ctx, runtime: Runtime, entry: services.Entry, arguments: dict) -> types.CallToolResult:
+async def call_reviewed(ctx, runtime: Runtime, entry: services.Entry, arguments: dict) -> types.CallToolResult | dict:
     opened = await _open(ctx, runtime, entry, arguments)
     if isinstance(opened, types.CallToolResult):
         return opened
+    if opened.status == ToolCall.Status.PENDING and tasks.client_wants_tasks(ctx):
+        return tasks.created(runtime, opened)  # the client polls tasks/get (gateway/polling.py)
     until = time.monotonic() + runtime.gateway.answer_after_seconds
     call = await _wait(ctx, opened.pk, until, (ToolCall.Status.PENDING,))
     if call.status == ToolCall.Status.PENDING:
@@ -237,4 +239,4 @@ async def call_reviewed(ctx, runtime: Runtime, entry: services.Entry, arguments:
     if call.status in (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING, ToolCall.Status.OUTCOME_UNKNOWN, *DONE):
         return await _execute(ctx, runtime, entry, call, until)
     await db(services.call_answered, call_id=call.pk)
-    return await db(_refused, call=call)
+    return await db(refused_result, call=call)

@@ -12,6 +12,7 @@ from mcp.server import Server
 from approvals.models import Tier
 
 from . import services
+from .polling import serve_tasks
 from .reviewed import call_reviewed
 from .runtime import Runtime, db
 from .upstreams import Upstreams, error_result
@@ -29,7 +30,7 @@ async def _list_tools(ctx, params) -> types.ListToolsResult:
     return types.ListToolsResult(tools=[_mcp_tool(entry) for entry in entries.values()])
 
 
-async def _call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+async def _call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult | dict:
     runtime: Runtime = ctx.lifespan_context
     entry = (await runtime.catalog()).get(params.name)
     if entry is None:
@@ -52,10 +53,12 @@ def gateway_server(name: str) -> Server:
             await runtime.sync()
             yield runtime
 
-    return Server(
+    server = Server(
         f"reviewhub-{name}",
         instructions="Tools behind ReviewHub: calls that change things wait for a person's review.",
         lifespan=lifespan,
         on_list_tools=_list_tools,
         on_call_tool=_call_tool,
     )
+    serve_tasks(server)  # MCP's tasks extension: a reviewed call as a task the client polls (gateway/tasks.py)
+    return server

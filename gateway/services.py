@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from approvals import audit, live
 from approvals.hashing import canonical_json
 from approvals.models import Tier, ToolCall
 from approvals.tools import DECISIONS
@@ -174,7 +175,7 @@ def call_open(*, gateway: Gateway, key: str, proposal: dict) -> ToolCall:
 
 
 def call_read(*, call_id: int) -> ToolCall:
-    return ToolCall.objects.select_related("gateway", "remote").get(pk=call_id)
+    return ToolCall.objects.select_related("gateway", "remote__tool").get(pk=call_id)
 
 
 def call_claim(*, gateway: Gateway, call_id: int) -> bool:
@@ -198,6 +199,20 @@ def call_finish(*, gateway: Gateway, call_id: int, result: dict, ok: bool, outpu
     GatewayCall.objects.filter(pk=call_id).update(result=result)
     key = remote_services.execution_key(call)
     remote_services.call_report(agent=gateway.agent, call_id=call_id, key=key, ok=ok, output=output)
+
+
+@transaction.atomic
+def call_withdraw(*, gateway: Gateway, call_id: int) -> bool:
+    """The client cancelled its task (MCP's tasks/cancel) before anyone decided: the call leaves the queue."""
+    withdrawn = ToolCall.objects.filter(pk=call_id, status=ToolCall.Status.PENDING, gateway__gateway=gateway)
+    if not withdrawn.update(status=ToolCall.Status.CANCELLED):
+        return False
+    call = ToolCall.objects.get(pk=call_id)
+    payload = {"withdrawn_by": "the MCP client that asked (tasks/cancel)"}
+    audit.record(audit.AuditEvent.Kind.CANCELLED, tool_call=call, actor=gateway.agent.user, payload=payload)
+    live.call_changed(call_id)
+    live.run_changed(call.run_id)
+    return True
 
 
 def call_answered(*, call_id: int) -> None:
