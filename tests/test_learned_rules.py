@@ -194,6 +194,9 @@ def test_a_second_add_adds_no_second_rule(client, admin_user, history):
     assert shadow_rules().count() == 1
     assert ShadowResult.objects.count() == 26
     assert add(client, htmx=False).status_code == 409
+    for value in ("NaN", "Infinity", "abc"):  # after it was added, a tampered threshold is still refused
+        assert add(client, value=value).status_code == 400
+    assert add(client, value="30").status_code == 409  # the rule added covers refunds of at most $30 too
     assert PolicyRule.objects.count() == 2  # the live $20 rule, and the one added
 
 
@@ -216,6 +219,7 @@ def test_a_reviewer_may_not_add_it(client, reviewer, history):
         ({"value": "50"}, "The decisions propose “amount <= 45” for issue_refund, not “amount <= 50”"),
         ({"value": "1e999"}, "not “amount <= 1e999”"),
         ({"value": "abc"}, "not “amount <= abc”"),
+        ({"value": "NaN"}, "not “amount <= NaN”"),
         ({"field": "order_id"}, "not “order_id <= 45.0”"),
         ({"field": ""}, "not “always”"),
         ({"tool_name": "delete_customer"}, "No rule is proposed for “delete_customer”"),

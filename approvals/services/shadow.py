@@ -116,10 +116,12 @@ def learned_rule_add(*, user, window: Window, tool: str, field: str, value: str)
 
 
 def _posted_number(value: str):
+    """The posted threshold as the rules compare numbers, or None (not a finite number)."""
     try:
-        return rule_number(value) if value else None
+        number = rule_number(value) if value else None
     except RuleError:
         return None
+    return number if number is not None and number.is_finite() else None
 
 
 def _same_value(posted: str, proposed) -> bool:
