@@ -34,6 +34,8 @@ Acting (never an anonymous, inactive or auditor user)
 - undo an executed reversible call: the same, with the call's group or, for a call
   that ran without review, the tool's group (ToolSetting.group).
 - retry or cancel a run: its requester, or a reviewer who may see it.
+- add a rule Insight proposes from past decisions (in shadow mode): who may add policy
+  rules in the admin (can_add_learned_rule); Insight's readers see the proposals.
 
 | may ...              | anonymous | no permission  | reviewer                          | auditor | superuser |
 | see a run, its calls | no        | their own runs | own runs, runs whose calls they   | all     | all       |
@@ -382,6 +384,18 @@ def may_change_in_admin(user) -> bool:
     """Whether the admin may let this user add, change, delete or run an action at all (Django's model
     permissions decide the rest): never an auditor, whatever else they hold (even superuser)."""
     return may_act(user)[0]
+
+
+def can_add_learned_rule(user) -> tuple[bool, str]:
+    """Add a rule Insight proposes from decisions (approvals/learned.py), in shadow mode: who may add policy
+    rules in the admin (staff with approvals.add_policyrule), never an auditor. Reading the proposals is
+    reading Insight."""
+    allowed, why = may_act(user)
+    if not allowed:
+        return False, why
+    if not (user.is_staff and user.has_perm("approvals.add_policyrule")):
+        return False, "Only people who may add policy rules in the admin can add a proposed rule."
+    return True, ""
 
 
 def can_revoke_tokens(user) -> bool:

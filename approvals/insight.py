@@ -16,6 +16,8 @@
 - revision rounds: per tool, how many proposals needed a second round or more
   (approvals/revisions.py).
 
+The page's "Rules you could add" is approvals/learned.py's, over the same window.
+
 Every query filters on an indexed date column, so the cost follows the window
 (30 days by default), not the size of the record.
 """

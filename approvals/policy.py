@@ -48,7 +48,8 @@ class RuleError(Exception):
     pass
 
 
-def _number(value):
+def rule_number(value) -> Decimal:
+    """A value as the rules compare numbers (a Decimal); raises RuleError for a boolean or a non-number."""
     if isinstance(value, bool):
         raise RuleError("a boolean is not a number")
     try:
@@ -68,7 +69,7 @@ def rule_matches(rule: PolicyRule, arguments: dict) -> bool:
         return actual == rule.value
     if op == PolicyRule.Operator.NE:
         return actual != rule.value
-    left, right = _number(actual), _number(rule.value)
+    left, right = rule_number(actual), rule_number(rule.value)
     return {
         PolicyRule.Operator.LE: left <= right,
         PolicyRule.Operator.LT: left < right,

@@ -94,10 +94,15 @@ def amount_fields() -> dict[str, list[str]]:
     """Amount-like key fields (numbers in the tool's schema) of each registered tool: {field: [tool names]}."""
     fields: dict[str, list[str]] = {}
     for tool in registry.all():
-        name = _amount_field(tool.args_model, tuple(tool.key_fields))
+        name = amount_field(tool)
         if name:
             fields.setdefault(name, []).append(tool.name)
     return fields
+
+
+def amount_field(tool) -> str:
+    """A tool's first numeric key field (its amount, as the triage list and the learned rules read it), or ""."""
+    return _amount_field(tool.args_model, tuple(tool.key_fields))
 
 
 @functools.lru_cache(maxsize=512)

@@ -25,4 +25,5 @@ urlpatterns = [
     path("runs/<int:pk>/cancel/", runs.run_cancel, name="run_cancel"),
     path("runs/<int:pk>/calls/<int:call_pk>/undo/", runs.call_undo, name="call_undo"),
     path("insight/", insight.insight_page, name="insight"),
+    path("insight/rules/add/", insight.insight_rule_add, name="insight_rule_add"),
 ]

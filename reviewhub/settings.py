@@ -256,6 +256,9 @@ SWEEP_MAX_ATTEMPTS = env_int("SWEEP_MAX_ATTEMPTS", 5)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("BROKER_VISIBILITY_TIMEOUT", 600)}
 # Reviewers who chose an email digest get one this often, when something new waits for them.
 NOTIFY_DIGEST_MINUTES = env_int("NOTIFY_DIGEST_MINUTES", 15)
+# Insight proposes a rule learned from decisions (approvals/learned.py) only with at least this many plain
+# approvals under it in its window.
+LEARN_MIN_CALLS = env_int("LEARN_MIN_CALLS", 20)
 # How often the heads of the run chains that changed are anchored into the global audit chain (docs/audit.md).
 AUDIT_ANCHOR_SECONDS = env_int("AUDIT_ANCHOR_SECONDS", 60)
 # Periodic work (reviewhub/periodic.py): Celery beat's schedule and the embedded default's loop, one table.

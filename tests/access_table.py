@@ -83,6 +83,8 @@ EXPECTED = {
     "approvals:run_cancel":               (POST, LOGIN,    404,   302,   404,   302,   403,   302),
     "approvals:call_undo":                (POST, LOGIN,    404,   302,   404,   403,   403,   302),
     "approvals:insight":                  (GET,  LOGIN,    403,   403,   403,   403,   200,   200),
+    # add a rule Insight proposes (access.can_add_learned_rule): the world proposes none, so root is told 400
+    "approvals:insight_rule_add":         (POST, LOGIN,    403,   403,   403,   403,   403,   400),
     # the catch rates of practice calls: read as the insight page is (approvals.access.can_read_catch_rates)
     "practice:catch_rate":                (GET,  LOGIN,    403,   403,   403,   403,   200,   200),
     "practice:catch_rate_csv":            (GET,  LOGIN,    403,   403,   403,   403,   200,   200),

@@ -76,13 +76,17 @@ class PolicyRule(models.Model):
         if self.required_approvals < 1:
             raise ValidationError({"required_approvals": "At least one approval."})
 
-    def shadow_summary(self) -> str:
-        """How often this rule, in shadow mode, agreed with the people who decided."""
-        stats = self.shadow_results.aggregate(
+    def shadow_counts(self) -> dict[str, int]:
+        """The calls this rule matched in shadow mode, how many people decided, how many it agreed with."""
+        return self.shadow_results.aggregate(
             matched=Count("id"),
             compared=Count("id", filter=Q(agreed__isnull=False)),
             agreed=Count("id", filter=Q(agreed=True)),
         )
+
+    def shadow_summary(self) -> str:
+        """How often this rule, in shadow mode, agreed with the people who decided."""
+        stats = self.shadow_counts()
         if not stats["matched"]:
             return "no calls matched yet"
         if not stats["compared"]:

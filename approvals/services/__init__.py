@@ -11,7 +11,7 @@
 - execution: an approved call run exactly once, exactly as approved
 - leases: a claim on an execution renewed while it runs; a lapsed one released or "outcome unknown"
 - outcomes: a person settles an outcome-unknown call (it ran, run it now, fail the run)
-- undo, previews (dry run, an edit's changes), shadow rules, errors
+- undo, previews (dry run, an edit's changes), shadow rules (and a learned rule added and replayed), errors
 
 Callers import from here: `from approvals import services; services.toolcall_decide(...)`.
 """
@@ -25,6 +25,8 @@ from .errors import (
     EditInvalid,
     HighImpactRefused,
     NotAllowed,
+    RuleAlreadyAdded,
+    RuleNotProposed,
     StaleView,
     UndoError,
     WarningNotAcknowledged,
@@ -47,6 +49,7 @@ from .runs import (
     run_set_status,
     turn_renew,
 )
+from .shadow import Added, learned_rule_add, shadow_replay
 from .sweep import Stall, run_stall, run_take_further, stuck_runs, sweep_apply
 from .transcript import message_append, run_lock, step_is_answered
 from .turn_decisions import turn_decide, turn_expire
@@ -54,12 +57,15 @@ from .turns import turn_request, turn_review
 from .undo import toolcall_undo
 
 __all__ = [
+    "Added",
     "AlreadyDecided",
     "AnswerRefused",
     "EXECUTABLE",
     "DecisionError",
     "EditInvalid",
     "NotAllowed",
+    "RuleAlreadyAdded",
+    "RuleNotProposed",
     "ProposedCall",
     "Stall",
     "StaleView",
@@ -68,6 +74,7 @@ __all__ = [
     "WarningNotAcknowledged",
     "deadlines_apply",
     "expire_overdue",
+    "learned_rule_add",
     "lease_lapse",
     "lease_renew",
     "Renewing",
@@ -90,6 +97,7 @@ __all__ = [
     "step_is_answered",
     "step_record",
     "stuck_runs",
+    "shadow_replay",
     "sweep_apply",
     "tool_for",
     "question_from_agent",

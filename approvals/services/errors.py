@@ -67,3 +67,20 @@ class WarningNotAcknowledged(EditInvalid):
 
 class UndoError(DecisionError):
     pass
+
+
+class RuleNotProposed(DecisionError):
+    """A learned rule someone asked to add is not what the decisions propose (unknown, or tampered with)."""
+
+    status = 400
+
+
+class RuleAlreadyAdded(DecisionError):
+    """A rule that covers the proposal exists already: nothing is added a second time."""
+
+    status = 409
+
+    def __init__(self, rule):
+        self.rule = rule
+        state = "in shadow mode" if rule.shadow else ("live" if rule.enabled else "disabled")
+        super().__init__(f"Already added as the rule “{rule.name}” ({state}): nothing was added.")
