@@ -93,11 +93,6 @@ def _content(call: ToolCall) -> str:
     return call.output
 
 
-def settled(exchange: Exchange) -> bool:
-    """No call of this exchange's offered tools waits for a person (approved ones are run next)."""
-    return not exchange.client_calls.filter(tool_call__status=ToolCall.Status.PENDING).exists()
-
-
 def results(exchange: Exchange) -> list[ToolMessage] | None:
     """A tool message per call of this exchange's offered tools, once every one has its output (else None)."""
     calls = [row.tool_call for row in exchange.client_calls.select_related("tool_call__run").order_by("pk")]

@@ -136,6 +136,8 @@ def run_advance(*, run_id: int) -> float | None:
         return None
     record.finished(exchange=exchange, agent=agent, seen=seen)
     exchange.refresh_from_db(fields=["status"])
-    if exchange.status == Exchange.Status.INTERRUPTED:  # nothing pending: run what was let through, resume at once
-        return 0 if interrupts.resume_entries(exchange) is not None and offered.settled(exchange) else None
-    return None
+    if exchange.status != Exchange.Status.INTERRUPTED:
+        return None
+    offered.calls_execute(run_id=run_id)  # what policy lets through runs at once, while the rest waits
+    waiting = interrupts.resume_entries(exchange) is None or offered.results(exchange) is None
+    return None if waiting else 0  # nothing waits: resume at once

@@ -19,7 +19,7 @@ from approvals.models import Decision, Run, ToolCall
 from approvals.tools import registry
 from shop.models import Refund
 
-from .aguiagents import AgentServer, advance
+from .aguiagents import REFUND_TOOL, AgentServer, advance
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -219,3 +219,42 @@ def test_the_same_decision_resumed_twice_at_once_sends_one_input_and_refunds_onc
     assert Refund.objects.count() == 1
     assert Exchange.objects.filter(run=run).count() == 2 and len(model.requests()) == asked + 1
     assert run.status == Run.Status.COMPLETED
+
+
+def test_an_interrupt_and_a_call_of_an_offered_tool_in_one_step_resume_together_once(
+    model_server_instance, model, shop, roles, requester, reviewer, tmp_path
+):
+    """examples/agui/pydantic_ai_refund.py: its own refund tool interrupts; ReviewHub's read-only lookup is offered."""
+    own = AgentServer("pydantic_ai_refund.py", tmp_path / "own", model.url, port=_free_port(18970)).start()
+    try:
+        agent_save(
+            agent=AguiAgent(
+                name="both",
+                endpoint_url=own.url,
+                tools={"issue_refund": REFUND_TOOL},
+                offered_tools=["get_order_status"],
+            )
+        )
+        lookup = {"id": "call_status_2", "name": "get_order_status", "arguments": {"order_id": "A-1001"}}
+        model.script({"content": "", "tool_calls": [refund(call_id="call_refund_2"), lookup]}, {"content": "Done."})
+        run = run_start(agent_name="both", request=REQUEST, requested_by=requester)
+        advance(run)
+        interrupted, looked_up = run.tool_calls.order_by("pk")
+        assert interrupted.tool_name == "both.issue_refund" and interrupted.status == ToolCall.Status.PENDING
+        assert looked_up.tool_name == "get_order_status" and looked_up.status == ToolCall.Status.EXECUTED
+        assert interrupted.message_id == looked_up.message_id  # one step
+        decide(interrupted, reviewer, "approve")
+        advance(run)
+        resumed = Exchange.objects.get(run=run, seq=1).input
+        assert [entry["payload"] for entry in resumed["resume"]] == [{"approved": True}]
+        assert resumed["messages"][-1] == {
+            "id": "result-call_status_2",
+            "role": "tool",
+            "content": looked_up.output,
+            "toolCallId": "call_status_2",
+        }
+        assert own.refunds() == [{"order_id": "A-1001", "amount": 49.0, "reason": "broken"}]
+        assert not Refund.objects.exists()  # the agent's own tool ran there, not ReviewHub's
+        assert run.status == Run.Status.COMPLETED and len(model.requests()) == 2
+    finally:
+        own.stop()
