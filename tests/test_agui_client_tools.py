@@ -7,13 +7,17 @@ and sends the output back as a tool message, which the agent's model reads."""
 import json
 import socket
 import threading
+from datetime import timedelta
 
 import pytest
+from django.conf import settings
+from django.utils import timezone
 
 from agents import model_server
 from agents.services import run_start
 from agui.models import AguiAgent, ClientCall, Exchange
 from agui.services import agent_save, run_advance
+from agui.sweep import stalled_resume
 from approvals import services
 from approvals.models import Decision, Run, ToolCall
 from approvals.tools import registry
@@ -258,3 +262,18 @@ def test_an_interrupt_and_a_call_of_an_offered_tool_in_one_step_resume_together_
         assert run.status == Run.Status.COMPLETED and len(model.requests()) == 2
     finally:
         own.stop()
+
+
+def test_an_approval_whose_resumption_was_lost_is_taken_further_by_the_sweep_once(
+    agent, model, requester, reviewer, background_inline
+):
+    run = started(requester, model, {"content": "", "tool_calls": [refund()]})
+    [call] = run.tool_calls.all()
+    decide(call, reviewer, "approve")  # the tests' resumption seam only records it: as if its task were lost
+    assert stalled_resume() == 0  # within the grace time, the resumption may be on its way
+    later = timezone.now() + timedelta(seconds=settings.SWEEP_GRACE_SECONDS + 1)
+    assert stalled_resume(now=later) == 1
+    run.refresh_from_db()
+    assert run.status == Run.Status.COMPLETED and Refund.objects.count() == 1
+    assert stalled_resume(now=later + timedelta(hours=1)) == 0
+    assert run.audit_events.filter(kind="resumed", payload__has_key="agui_sweep").count() == 1
