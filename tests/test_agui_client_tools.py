@@ -188,6 +188,15 @@ def test_a_read_only_offered_tool_runs_at_once_without_review(agent, model, requ
     assert run.status == Run.Status.COMPLETED and final_answer(run) == f"Done. The tool said: {read}"
 
 
+def test_a_call_the_gate_refuses_runs_nothing_and_the_agents_model_reads_why(agent, model, requester):
+    run = started(requester, model, {"content": "", "tool_calls": [refund(amount=12.345)]})
+    [call] = run.tool_calls.all()
+    assert call.status == ToolCall.Status.INVALID and "invalid arguments for issue_refund: amount" in call.output
+    assert not Refund.objects.exists() and not Decision.objects.exists()  # nobody was asked
+    assert model.requests()[-1]["messages"][-1]["content"] == call.output
+    assert run.status == Run.Status.COMPLETED and final_answer(run) == f"Done. The tool said: {call.output}"
+
+
 def test_a_forbidden_tool_is_never_offered(agent, model, requester, admin_client):
     agent.offered_tools = ["delete_customer", "get_order_status"]  # as if stored before; the admin refuses it
     agent_save(agent=agent)
