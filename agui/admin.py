@@ -1,4 +1,5 @@
-"""The admin of AG-UI agents: name, endpoint, an optional secret header, and the tools that need review."""
+"""The admin of AG-UI agents: name, endpoint, an optional secret header, the tools that need review, and the
+ReviewHub tools offered to it as client tools."""
 
 import re
 
@@ -13,6 +14,7 @@ from remote.schemas import ToolIn
 from remote.targets import url_problem
 
 from .models import AguiAgent, Exchange
+from .offered import offerable
 from .services import agent_save
 
 EXAMPLE = '{"refund": {"input_schema": {"type": "object", ...}, "tier": "approval", "description_template": "..."}}'
@@ -30,7 +32,19 @@ def tool_problems(name: str, declaration) -> list[str]:
     return [f"{name}: {p}" for p in problems if p]
 
 
+def _offerable_choices() -> list[tuple[str, str]]:
+    return [(tool.name, f"{tool.name} ({tool.tier}): {tool.description}") for tool in offerable()]
+
+
 class AguiAgentForm(forms.ModelForm):
+    offered_tools = forms.MultipleChoiceField(
+        required=False,
+        choices=_offerable_choices,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="ReviewHub's own tools sent in RunAgentInput.tools: the agent's model may call them, and ReviewHub "
+        "gates each call as it gates its own agent's (policy, facts, the queue) and runs it once approved. "
+        "Forbidden tools are never offered.",
+    )
     secret_value = forms.CharField(
         required=False,
         widget=forms.PasswordInput(render_value=False),
@@ -39,7 +53,7 @@ class AguiAgentForm(forms.ModelForm):
 
     class Meta:
         model = AguiAgent
-        fields = ["name", "title", "endpoint_url", "secret_header", "secret_value", "tools"]
+        fields = ["name", "title", "endpoint_url", "secret_header", "secret_value", "tools", "offered_tools"]
         help_texts = {"tools": f"By name, as the agent API declares them: {EXAMPLE}"}
 
     def clean_name(self):
@@ -64,6 +78,13 @@ class AguiAgentForm(forms.ModelForm):
         if problems:
             raise forms.ValidationError(problems)
         return {name: ToolIn.model_validate(d).model_dump() for name, d in tools.items()}
+
+    def clean(self):
+        cleaned = super().clean()
+        both = sorted(set(cleaned.get("offered_tools") or []) & set(cleaned.get("tools") or {}))
+        if both:
+            self.add_error("offered_tools", f"The agent declares its own {', '.join(both)}: offer another tool.")
+        return cleaned
 
     def clean_secret_value(self):
         return self.cleaned_data["secret_value"] or (self.instance.secret_value if self.instance.pk else "")

@@ -9,10 +9,10 @@ class AguiConfig(AppConfig):
         from agents.agents import registry as agents
         from approvals.models import Run
         from approvals.tools import registry as tools
-        from remote.declared import tool_for_call
 
-        from . import starts
+        from . import offered, starts
 
-        # An AG-UI agent's calls get their tool from its declarations (kept as a remote agent's, remote/declared.py).
-        tools.add_source(Run.AdvancedBy.AGUI, tool_for_call)
+        # An AG-UI agent's calls get their tool from its declarations (kept as a remote agent's, remote/declared.py),
+        # or, for the tools ReviewHub offered it, from the registry; those ReviewHub runs itself (agui/offered.py).
+        tools.add_source(Run.AdvancedBy.AGUI, offered.tool_for_call, runs_here=offered.runs_here)
         agents.add_starter(starts.STARTER)  # New run and start_run offer and start the AG-UI agents too

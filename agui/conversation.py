@@ -37,6 +37,7 @@ class Conversation:
     calls: dict[str, Seen] = field(default_factory=dict)  # tool call id -> call seen in this stream
     order: list[tuple[str, str]] = field(default_factory=list)  # ("text", message id) / ("call", call id)
     interrupts: list[Interrupt] = field(default_factory=list)
+    pending_ids: list[str] = field(default_factory=list)  # the calls RUN_FINISHED left for the client to answer
     finished: bool = False
     error: str = ""
 
@@ -124,6 +125,8 @@ class Conversation:
         outcome = event.outcome
         if outcome is not None and getattr(outcome, "type", "") == "interrupt":
             self.interrupts = list(outcome.interrupts)
+        elif outcome is not None and getattr(outcome, "type", "") == "success":
+            self.pending_ids = list(outcome.pending_tool_call_ids or [])
 
     def _on_run_error(self, event: RunErrorEvent) -> None:
         self.error = event.message or "the agent reported an error"

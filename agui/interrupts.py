@@ -20,8 +20,9 @@ from approvals import services
 from approvals.models import Decision, ToolCall
 from remote.models import DeclaredTool, RemoteCall
 
-from .conversation import Conversation
-from .models import AguiAgent, Exchange, Interrupt
+from . import offered
+from .conversation import Conversation, Seen
+from .models import AguiAgent, ClientCall, Exchange, Interrupt
 
 QUESTION_TOOL = "question"
 QUESTION_DECLARATION = {
@@ -77,14 +78,21 @@ def _bind(call: ToolCall, agent: AguiAgent, interrupt: AguiInterrupt, exchange: 
         services.question_from_agent(call=call, question=question | {"payload": {}})
 
 
-def interrupts_propose(*, exchange: Exchange, agent: AguiAgent, seen: Conversation) -> list[ToolCall]:
-    """Every interrupt of the stream as a call of one assistant step (in the caller's transaction)."""
+def interrupts_propose(
+    *, exchange: Exchange, agent: AguiAgent, seen: Conversation, client_calls: list[Seen] = ()
+) -> list[ToolCall]:
+    """Every interrupt of the stream, and every call of an offered tool it left for the client (agui/offered.py),
+    as a call of one assistant step (in the caller's transaction)."""
     proposals = [_proposal(agent, interrupt, seen) for interrupt in seen.interrupts]
+    proposals += [offered.proposal(call) for call in client_calls]
     reasoning = "\n".join(seen.all_texts())
     message = services.step_record(run=exchange.run, content=reasoning, calls=proposals)
     calls = list(message.calls.order_by("pk"))
-    for call, interrupt in zip(calls, seen.interrupts, strict=True):
+    for call, interrupt in zip(calls, seen.interrupts, strict=False):
         _bind(call, agent, interrupt, exchange)
+    ClientCall.objects.bulk_create(
+        [ClientCall(exchange=exchange, tool_call=call) for call in calls[len(seen.interrupts) :]]
+    )
     return calls
 
 

@@ -3,6 +3,8 @@
 An agent's tools that need review are declared as a remote agent's are (remote.DeclaredTool, versioned) under
 the remote identity `declarer`; its runs are ordinary runs (advanced_by "agui") whose thread is a remote.Thread,
 and each interrupt is an ordinary ToolCall with its remote.RemoteCall (the declaration it was shown under).
+ReviewHub's own tools it is offered as client tools (`offered_tools`, by registry name) are called like ReviewHub's
+agent calls them: each such call is an ordinary ToolCall of that tool, with its ClientCall.
 What is ours: the endpoint, and one Exchange per RunAgentInput posted (the once guard of every resumption).
 """
 
@@ -22,6 +24,10 @@ class AguiAgent(models.Model):
     secret_value = models.CharField(max_length=2000, blank=True, help_text="Its value; never shown again.")
     # {"tool_name": {"input_schema": ..., "tier": ..., "description_template": ..., "decisions": [...]}, ...}
     tools = models.JSONField(default=dict, blank=True, help_text="The tools that need review, declared by name.")
+    # ["issue_refund", ...]: registered tools sent in RunAgentInput.tools; ReviewHub gates and runs their calls.
+    offered_tools = models.JSONField(
+        default=list, blank=True, help_text="ReviewHub's own tools offered to the agent as client tools."
+    )
     declarer = models.OneToOneField(RemoteAgent, on_delete=models.PROTECT, related_name="agui_agent", editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -50,7 +56,8 @@ class Exchange(models.Model):
     class Status(models.TextChoices):
         READY = "ready"  # to be sent (again, after the agent could not be reached)
         SENDING = "sending"
-        INTERRUPTED = "interrupted"  # RUN_FINISHED with outcome "interrupt": its interrupts are pending calls
+        # RUN_FINISHED with interrupts, or with calls of the tools ReviewHub offered: its pauses are calls
+        INTERRUPTED = "interrupted"
         FINISHED = "finished"
         FAILED = "failed"
 
@@ -80,3 +87,11 @@ class Interrupt(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["exchange", "interrupt_id"], name="agui_interrupt_unique")]
+
+
+class ClientCall(models.Model):
+    """A call of a tool ReviewHub offered that an exchange's stream ended with (no result): ReviewHub gated it, runs it
+    once approved, and the next input carries its output as a tool message."""
+
+    exchange = models.ForeignKey(Exchange, on_delete=models.CASCADE, related_name="client_calls")
+    tool_call = models.OneToOneField(ToolCall, on_delete=models.PROTECT, related_name="agui_client_call")

@@ -8,7 +8,7 @@ from approvals import audit, live, services
 from approvals.models import Message, Run, ToolCall
 from approvals.services.transcript import record_output
 
-from . import interrupts
+from . import interrupts, offered
 from .conversation import Conversation, Seen
 from .models import AguiAgent, Exchange
 
@@ -39,18 +39,21 @@ def _call_rows(run: Run, seen: Seen) -> None:
         services.message_append(run=run, role=Message.Role.TOOL, content=seen.result, tool_call_id=seen.id)
 
 
-def _transcript(run: Run, seen: Conversation) -> None:
-    """Text and the calls the agent ran itself, in the stream's order; the interrupted calls are the step's."""
-    interrupted = {i.tool_call_id for i in seen.interrupts if i.tool_call_id}
+def _transcript(run: Run, seen: Conversation, paused: set[str] | None = None) -> None:
+    """Text and the calls the agent ran itself, in the stream's order; the calls it paused on (its interrupts',
+    and the calls of offered tools it left for ReviewHub to run) are the step's, and so is its text then."""
+    if paused is None:
+        paused = {i.tool_call_id for i in seen.interrupts if i.tool_call_id}
+    step = bool(seen.interrupts or paused)
     for kind, key in seen.order:
-        if kind == "text" and seen.texts[key].strip() and not seen.interrupts:
+        if kind == "text" and seen.texts[key].strip() and not step:
             services.message_append(run=run, role=Message.Role.ASSISTANT, content=seen.texts[key])
-        elif kind == "call" and key not in interrupted:
+        elif kind == "call" and key not in paused:
             _call_rows(run, seen.calls[key])
     for call_id, result in seen.results().items():  # results only a snapshot told of, of calls decided here
         if call_id not in seen.calls:
             _result_of_call(run, Seen(call_id, "", "", result=result))
-    for text in seen.snapshot_texts() if not seen.interrupts else ():
+    for text in seen.snapshot_texts() if not step else ():
         services.message_append(run=run, role=Message.Role.ASSISTANT, content=text)
 
 
@@ -58,15 +61,17 @@ def finished(*, exchange: Exchange, agent: AguiAgent, seen: Conversation) -> Non
     run = exchange.run
     if not seen.finished and not seen.error:
         return broken(exchange=exchange, seen=seen, problem="the stream ended without RUN_FINISHED")
+    client_calls = offered.pending(exchange, seen) if not seen.error else []
+    paused = {i.tool_call_id for i in seen.interrupts if i.tool_call_id} | {c.id for c in client_calls}
     with transaction.atomic():
-        _transcript(run, seen)
+        _transcript(run, seen, paused)
         status = Exchange.Status.FINISHED
         if seen.error:
             status = Exchange.Status.FAILED
             services.run_fail(run=run, error=f"The AG-UI agent reported an error: {seen.error}")
-        elif seen.interrupts:
+        elif seen.interrupts or client_calls:
             status = Exchange.Status.INTERRUPTED
-            calls = interrupts.interrupts_propose(exchange=exchange, agent=agent, seen=seen)
+            calls = interrupts.interrupts_propose(exchange=exchange, agent=agent, seen=seen, client_calls=client_calls)
             waiting = any(
                 c.status == ToolCall.Status.PENDING for c in ToolCall.objects.filter(pk__in=[c.pk for c in calls])
             )

@@ -21,7 +21,7 @@ from remote.models import Thread
 from remote.schemas import ToolIn
 from remote.services import agent_get_or_create, tool_declare
 
-from . import interrupts, record, stream
+from . import interrupts, offered, record, stream
 from .conversation import Conversation
 from .models import AguiAgent, Exchange
 
@@ -51,14 +51,14 @@ def agui_run_start(*, agent: AguiAgent, request: str, requested_by=None, dry_run
     return run
 
 
-def _input(run: Run, thread_id: str, messages: list, resume=None) -> dict:
+def _input(agent: AguiAgent, thread_id: str, messages: list, resume=None) -> dict:
     agui_input = RunAgentInput(
         thread_id=thread_id,
         run_id=f"run-{uuid.uuid4().hex}",
         protocol_version="1.0",
         messages=messages,
         state={},
-        tools=[],
+        tools=offered.specs(agent),
         context=[],
         forwarded_props={},
         resume=resume,
@@ -67,12 +67,16 @@ def _input(run: Run, thread_id: str, messages: list, resume=None) -> dict:
 
 
 def _next_exchange(run: Run) -> Exchange | None:
-    """The exchange to send now, made if it is the first or a resume; None while the run waits or is sent."""
+    """The exchange to send now, made if it is the first or a resume; None while the run waits or is sent.
+
+    A resume goes once no interrupt and no call of an offered tool waits: one `resume` entry per interrupt, and
+    the output of each call of an offered tool as a tool message after the thread's messages."""
     last = run.agui_exchanges.order_by("-seq").first()
+    agent = AguiAgent.objects.get(name=run.agent)
     if last is None:
         thread = Thread.objects.get(run=run)
         first = UserMessage(id=f"msg-{uuid.uuid4().hex}", role="user", content=run.request)
-        return Exchange.objects.create(run=run, seq=0, input=_input(run, thread.thread_id, [first]))
+        return Exchange.objects.create(run=run, seq=0, input=_input(agent, thread.thread_id, [first]))
     if last.status == Exchange.Status.FAILED and run.status == Run.Status.QUEUED:  # Retry: the same input again
         Exchange.objects.filter(pk=last.pk).update(status=Exchange.Status.READY, attempts=0)
         last.status, last.attempts = Exchange.Status.READY, 0
@@ -81,11 +85,12 @@ def _next_exchange(run: Run) -> Exchange | None:
         return last
     if last.status != Exchange.Status.INTERRUPTED:
         return None
-    entries = interrupts.resume_entries(last)
-    if entries is None:
+    entries, results = interrupts.resume_entries(last), offered.results(last)
+    if entries is None or results is None:
         return None
-    payload = _input(run, last.input["threadId"], last.messages, resume=entries)
-    return Exchange.objects.create(run=run, seq=last.seq + 1, input=payload, messages=last.messages)
+    messages = last.messages + [m.model_dump(mode="json", by_alias=True, exclude_none=True) for m in results]
+    payload = _input(agent, last.input["threadId"], messages, resume=entries or None)
+    return Exchange.objects.create(run=run, seq=last.seq + 1, input=payload, messages=messages)
 
 
 def exchange_next(*, run_id: int) -> Exchange | None:
@@ -113,7 +118,9 @@ def exchange_claim(*, exchange: Exchange) -> bool:
 
 
 def run_advance(*, run_id: int) -> float | None:
-    """Take the run further by one exchange; seconds after which to try again (the agent was unreachable)."""
+    """Run the approved calls of offered tools, then take the run further by one exchange; seconds after which to
+    try again (0: at once, nothing waits for a person; else the agent was unreachable)."""
+    offered.calls_execute(run_id=run_id)
     exchange = exchange_next(run_id=run_id)
     if exchange is None or not exchange_claim(exchange=exchange):
         return None
@@ -128,6 +135,9 @@ def run_advance(*, run_id: int) -> float | None:
         record.broken(exchange=exchange, seen=seen, problem=str(exc))
         return None
     record.finished(exchange=exchange, agent=agent, seen=seen)
-    if seen.interrupts:
-        return 0 if interrupts.resume_entries(exchange) is not None else None  # nothing pending: resume at once
-    return None
+    exchange.refresh_from_db(fields=["status"])
+    if exchange.status != Exchange.Status.INTERRUPTED:
+        return None
+    offered.calls_execute(run_id=run_id)  # what policy lets through runs at once, while the rest waits
+    waiting = interrupts.resume_entries(exchange) is None or offered.results(exchange) is None
+    return None if waiting else 0  # nothing waits: resume at once

@@ -20,7 +20,8 @@ def advance_later(run_id: int, countdown: float = 0) -> None:
 
 @shared_task(ignore_result=True)
 def sweep_exchanges() -> int:
-    """Periodic (settings.PERIODIC_WORK): fail the runs whose exchange's sender stopped (agui/sweep.py)."""
-    from .sweep import stalled_fail
+    """Periodic (settings.PERIODIC_WORK): fail the runs whose exchange's sender stopped, and take further those
+    whose resumption was lost (agui/sweep.py)."""
+    from .sweep import stalled_fail, stalled_resume
 
-    return stalled_fail()
+    return stalled_fail() + stalled_resume()

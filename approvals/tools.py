@@ -250,11 +250,15 @@ class Registry:
         self._allowed: dict[str, tuple[str, ...]] = {}
         self._specs: dict[tuple[int, ...], list[dict]] = {}
         self._sources: dict[str, Callable] = {}
+        self._runs_here: dict[str, Callable] = {}
         self._catalogs: list[Callable[[], Iterable[Tool]]] = []
 
-    def add_source(self, advanced_by: str, source: Callable) -> None:
-        """source(call) -> the tool of a call in a run advanced by `advanced_by`, or None if it has none."""
+    def add_source(self, advanced_by: str, source: Callable, runs_here: Callable | None = None) -> None:
+        """source(call) -> the tool of a call in a run advanced by `advanced_by`, or None if it has none;
+        runs_here(call) -> whether ReviewHub executes that call itself (by default: never, its agent does)."""
         self._sources[advanced_by] = source
+        if runs_here is not None:
+            self._runs_here[advanced_by] = runs_here
 
     def for_call(self, call) -> Tool | None:
         """The tool of this call: a registered tool for local runs; the run's own source's for others."""
@@ -263,6 +267,15 @@ class Registry:
             return self.get(call.tool_name)
         source = self._sources.get(advanced_by)
         return source(call) if source else None
+
+    def runs_here(self, call) -> bool:
+        """Whether ReviewHub executes this call once it is approved: every call of a local run; of a run advanced
+        elsewhere, those its source says are ReviewHub's (an AG-UI agent's calls of the tools ReviewHub offered it)."""
+        advanced_by = call.run.advanced_by
+        if advanced_by == "local":
+            return True
+        runs_here = self._runs_here.get(advanced_by)
+        return bool(runs_here and runs_here(call))
 
     def add_catalog(self, catalog: Callable[[], Iterable[Tool]]) -> None:
         """catalog() -> the current tools declared elsewhere (a remote agent's), for choosing in rules and settings."""

@@ -14,9 +14,9 @@ from .aguiagents import REFUND_TOOL
 pytestmark = pytest.mark.django_db
 
 
-def post(admin_client, tools, name="refunds", url="http://127.0.0.1:8599/"):
+def post(admin_client, tools, name="refunds", url="http://127.0.0.1:8599/", offered_tools=()):
     form = {"name": name, "title": "", "endpoint_url": url, "secret_header": "Authorization"}
-    form |= {"secret_value": "Bearer s3cret", "tools": json.dumps(tools)}
+    form |= {"secret_value": "Bearer s3cret", "tools": json.dumps(tools), "offered_tools": list(offered_tools)}
     return admin_client.post("/admin/agui/aguiagent/add/", form)
 
 
@@ -53,3 +53,19 @@ def test_an_auditor_reads_the_agent_but_never_its_secret(admin_client, client, r
     page = client.get(f"/admin/agui/aguiagent/{agent.pk}/change/")
     assert page.status_code == 200 and "refunds" in page.content.decode()
     assert "s3cret" not in page.content.decode()
+
+
+def test_the_offered_tools_are_chosen_from_reviewhubs_registered_tools_and_stored_by_name(admin_client):
+    page = admin_client.get("/admin/agui/aguiagent/add/").content.decode()
+    assert 'value="issue_refund"' in page and 'value="delete_customer"' not in page  # forbidden: never offered
+    response = post(admin_client, {}, offered_tools=["issue_refund", "get_order_status"])
+    assert response.status_code == 302
+    assert AguiAgent.objects.get().offered_tools == ["issue_refund", "get_order_status"]
+
+
+def test_a_forbidden_tool_cannot_be_offered_nor_one_the_agent_declares_itself(admin_client):
+    response = post(admin_client, {}, offered_tools=["delete_customer"])
+    assert "Select a valid choice. delete_customer is not one of the available choices." in response.content.decode()
+    response = post(admin_client, {"issue_refund": REFUND_TOOL}, offered_tools=["issue_refund"])
+    assert "The agent declares its own issue_refund: offer another tool." in response.content.decode()
+    assert not AguiAgent.objects.exists()

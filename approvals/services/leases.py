@@ -116,7 +116,7 @@ def lease_lapse(*, call: ToolCall, now: datetime | None = None) -> str:
         if not still.update(status=ToolCall.Status.APPROVED, lease_expires_at=None):
             return ""
         audit.record(audit.AuditEvent.Kind.LEASE_LAPSED, tool_call=call, payload=payload | {"released": True})
-        if not call.run.is_remote:
+        if registry.runs_here(call):
             request_resume(call.run_id)  # ReviewHub's worker claims it again; a remote agent claims it itself
         outcome = "released"
     else:
