@@ -15,7 +15,6 @@ from approvals import audit, live, services
 from approvals.models import AuditEvent, Decision, Run, ToolCall
 
 from .models import Exchange
-from .tasks import advance_later
 
 BUSY = (ToolCall.Status.PENDING, ToolCall.Status.OUTCOME_UNKNOWN, ToolCall.Status.EXECUTING)
 
@@ -44,7 +43,7 @@ def stalled_resume(*, now=None) -> int:
         reason = "its last exchange paused, nothing waits, and no resumption came"
         audit.record(AuditEvent.Kind.RESUMED, run=Run.objects.get(pk=run_id), payload={"agui_sweep": reason})
         live.run_changed(run_id)
-        advance_later(run_id)
+        services.request_resume(run_id)  # the run's seam: agui/resume.py, after the commit
         resumed += 1
     return resumed
 

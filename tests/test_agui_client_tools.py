@@ -10,7 +10,6 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.conf import settings
 from django.utils import timezone
 
 from agents import model_server
@@ -274,11 +273,12 @@ def test_an_interrupt_and_a_call_of_an_offered_tool_in_one_step_resume_together_
 
 
 def test_an_approval_whose_resumption_was_lost_is_taken_further_by_the_sweep_once(
-    agent, model, requester, reviewer, background_inline
+    agent, model, requester, reviewer, background_inline, settings
 ):
     run = started(requester, model, {"content": "", "tool_calls": [refund()]})
     [call] = run.tool_calls.all()
     decide(call, reviewer, "approve")  # the tests' resumption seam only records it: as if its task were lost
+    settings.REVIEWHUB_AGUI_RESUME = "agui.resume.run_decided"  # the sweep resumes it through the real seam
     assert stalled_resume() == 0  # within the grace time, the resumption may be on its way
     later = timezone.now() + timedelta(seconds=settings.SWEEP_GRACE_SECONDS + 1)
     assert stalled_resume(now=later) == 1
