@@ -41,7 +41,7 @@ def _call_rows(run: Run, seen: Seen) -> None:
 
 def _transcript(run: Run, seen: Conversation) -> None:
     """Text and the calls the agent ran itself, in the stream's order; the interrupted calls are the step's."""
-    interrupted = {i.tool_call_id for i in seen.interrupts if i.tool_call_id}
+    interrupted = seen.interrupted_call_ids()
     for kind, key in seen.order:
         if kind == "text" and seen.texts[key].strip() and not seen.interrupts:
             services.message_append(run=run, role=Message.Role.ASSISTANT, content=seen.texts[key])
