@@ -5,6 +5,7 @@ agents such as Pydantic AI's read the history from it), and what happened in thi
 for the run's transcript: text, tool calls with their arguments, tool results, how the run finished.
 """
 
+import json
 from dataclasses import dataclass, field
 
 from ag_ui.core import (
@@ -140,6 +141,20 @@ class Conversation:
                     return Seen(call_id, tool_call.function.name, message.id, tool_call.function.arguments)
         return self.calls.get(call_id)
 
+    def concerned_call(self, interrupt: Interrupt) -> Seen | None:
+        """The tool call a tool-approval interrupt is about: the one it names, unless that one is a confirmation
+        request for another call of this stream (ag-ui-adk names its adk_request_confirmation call, whose arguments
+        hold {"originalFunctionCall": {"id", "name", "args"}}): then the call it asks about."""
+        named = self.tool_call(interrupt.tool_call_id) if interrupt.tool_call_id else None
+        wrapped = _original_call(named.arguments) if named is not None else {}
+        original = self.tool_call(wrapped["id"]) if isinstance(wrapped.get("id"), str) else None
+        return original if original is not None and original.name == wrapped.get("name") else named
+
+    def interrupted_call_ids(self) -> set[str]:
+        """The calls this stream's interrupts hold for a decision (not run by the agent): named, and asked about."""
+        ids = {i.tool_call_id for i in self.interrupts if i.tool_call_id}
+        return ids | {call.id for call in map(self.concerned_call, self.interrupts) if call is not None}
+
     def snapshot_texts(self) -> list[str]:
         """Assistant text only a snapshot told of (an agent that streams no text events): new, not streamed."""
         return [
@@ -155,16 +170,26 @@ class Conversation:
         return [text for text in self.texts.values() if text.strip()] + self.snapshot_texts()
 
     def results(self) -> dict[str, str]:
-        """Tool results by call id, as the messages hold them (streamed or in a snapshot)."""
+        """Tool results by call id that this stream told of (streamed or in a snapshot); not those the input held
+        already, such as a tool's interim answer before its interrupt, sent back with the resume."""
         found = {}
         for message in self.messages:
-            if message.role == "tool":
+            if message.role == "tool" and message.id not in self.sent_ids:
                 content = message.content
                 found[message.tool_call_id] = content if isinstance(content, str) else _text(content)
         return found
 
     def messages_json(self) -> list[dict]:
         return [m.model_dump(mode="json", by_alias=True, exclude_none=True) for m in self.messages]
+
+
+def _original_call(arguments: str) -> dict:
+    try:
+        found = json.loads(arguments or "{}")
+    except ValueError:
+        return {}
+    wrapped = found.get("originalFunctionCall") if isinstance(found, dict) else None
+    return wrapped if isinstance(wrapped, dict) else {}
 
 
 def _text(parts) -> str:

@@ -37,9 +37,9 @@ SETTLED_REFUSED = (ToolCall.Status.INVALID, ToolCall.Status.FORBIDDEN, ToolCall.
 
 
 def _proposal(agent: AguiAgent, interrupt: AguiInterrupt, seen: Conversation) -> services.ProposedCall:
-    call = seen.tool_call(interrupt.tool_call_id) if interrupt.tool_call_id else None
+    call = seen.concerned_call(interrupt)
     if call is not None:
-        return services.ProposedCall(interrupt.tool_call_id, f"{agent.name}.{call.name}", call.arguments or "{}")
+        return services.ProposedCall(call.id, f"{agent.name}.{call.name}", call.arguments or "{}")
     arguments = {"reason": interrupt.reason, "message": interrupt.message or interrupt.reason}
     return services.ProposedCall(interrupt.id, f"{agent.name}.{QUESTION_TOOL}", json.dumps(arguments))
 

@@ -61,7 +61,7 @@ def pending(exchange: Exchange, seen: Conversation) -> list[Seen]:
     """The calls of offered tools this stream left for the client: those RUN_FINISHED names as pending, or, when it
     names none, this stream's calls of the offered tools that have no result; never a call an interrupt names."""
     names = {tool["name"] for tool in exchange.input.get("tools") or []}
-    interrupted = {i.tool_call_id for i in seen.interrupts if i.tool_call_id}
+    interrupted = seen.interrupted_call_ids()
     results = seen.results()
     if seen.pending_ids:
         calls = [seen.tool_call(call_id) or Seen(call_id, "", "") for call_id in seen.pending_ids]

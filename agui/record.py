@@ -43,7 +43,7 @@ def _transcript(run: Run, seen: Conversation, paused: set[str] | None = None) ->
     """Text and the calls the agent ran itself, in the stream's order; the calls it paused on (its interrupts',
     and the calls of offered tools it left for ReviewHub to run) are the step's, and so is its text then."""
     if paused is None:
-        paused = {i.tool_call_id for i in seen.interrupts if i.tool_call_id}
+        paused = seen.interrupted_call_ids()
     step = bool(seen.interrupts or paused)
     for kind, key in seen.order:
         if kind == "text" and seen.texts[key].strip() and not step:
@@ -62,7 +62,7 @@ def finished(*, exchange: Exchange, agent: AguiAgent, seen: Conversation) -> Non
     if not seen.finished and not seen.error:
         return broken(exchange=exchange, seen=seen, problem="the stream ended without RUN_FINISHED")
     client_calls = offered.pending(exchange, seen) if not seen.error else []
-    paused = {i.tool_call_id for i in seen.interrupts if i.tool_call_id} | {c.id for c in client_calls}
+    paused = seen.interrupted_call_ids() | {c.id for c in client_calls}
     with transaction.atomic():
         _transcript(run, seen, paused)
         status = Exchange.Status.FINISHED
