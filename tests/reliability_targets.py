@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.core.management import call_command
+from django.utils import timezone
 from reviewhub_client import ReviewHub
 
 from approvals import services
@@ -301,10 +302,14 @@ def recover(target, kill: Kill, killed: float, reviewer) -> None:
 
 
 def held_to_the_kill(kill: Kill) -> None:
-    """A claim its process holds for longer than a lease is renewed, never lapsed under it."""
-    status = ToolCall.objects.get(pk=kill.call_id).status
-    if kill.point != "before claim" and status != ToolCall.Status.EXECUTING:
-        kill.problems.append(f"call {kill.call_id} was {status} {kill.delay:.1f} s into its claim: not renewed?")
+    """A claim its process holds for longer than a lease is renewed: its lease never runs out under it."""
+    call = ToolCall.objects.get(pk=kill.call_id)
+    held = call.status == ToolCall.Status.EXECUTING and call.lease_expires_at > timezone.now()
+    if kill.point != "before claim" and not held:
+        kill.problems.append(
+            f"call {kill.call_id} {kill.delay:.1f} s into its claim: {call.status}, lease until "
+            f"{call.lease_expires_at}: not renewed"
+        )
 
 
 def run_kill(target, rng, index: int, point: str, reviewer) -> Kill:

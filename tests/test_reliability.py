@@ -17,6 +17,7 @@ import os
 import random
 import socket
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -85,9 +86,10 @@ def one_kill(i: int, target: str, rng, cluster, targets, reviewer, requester):
         return trial
     points = reliability_targets.POINTS
     kill = reliability_targets.run_kill(targets[target], rng, turn, points[turn % len(points)], reviewer)
+    shown, settled = (None if s is None else round(s, 1) for s in (kill.shown, kill.settled))
     print(
-        f"kill {i + 1}: {target} {kill.point} ({kill.tool}, call {kill.call_id}); shown in {kill.shown}, "
-        f"settled in {kill.settled} s; {' → '.join(kill.path)}; effects {kill.effects}"
+        f"kill {i + 1}: {target} {kill.point} ({kill.tool}, call {kill.call_id}, {kill.delay:.1f} s in); "
+        f"shown in {shown} s, settled in {settled} s; {' → '.join(kill.path)}; effects {kill.effects}"
     )
     return kill
 
@@ -98,13 +100,13 @@ def test_whatever_executes_a_call_killed_at_random_points_loses_nothing_doubles_
     cluster, targets, shop, reviewer, requester
 ):
     seed = os.environ.get("RELIABILITY_SEED") or str(random.randrange(10**6))
-    rng = random.Random(seed)
+    rng, began = random.Random(seed), time.monotonic()
     done: dict = {target: [] for target in TARGETS}
     for i in range(KILLS):
         target = TARGETS[i % len(TARGETS)]
         done[target].append(one_kill(i, target, rng, cluster, targets, reviewer, requester))
 
-    figures = {"seed": seed, "targets": {}}
+    figures = {"seed": seed, "wall_s": round(time.monotonic() - began), "targets": {}}
     if "worker" in done:
         figures["targets"]["worker"] = reliability.summary(done["worker"])
     for target in ("agent", "gateway"):
