@@ -134,9 +134,21 @@ def _changed_note(call: ToolCall) -> str:
     return f"A reviewer changed the arguments before this ran: {parts}."
 
 
+SETTLED = "A reviewer recorded what this call did (its result never came back)."
+
+
+def _settled(call: ToolCall) -> types.CallToolResult:
+    """A call whose claim lapsed before its result came back, settled by a reviewer: "ran" answers what they
+    recorded, "fail" their reason as a tool error."""
+    if call.status != ToolCall.Status.EXECUTED:
+        return error_result(call.output or call.remote.reported_output)
+    texts = (SETTLED, call.output)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text) for text in texts])
+
+
 def executed_result(call: ToolCall) -> types.CallToolResult:
-    stored = call.gateway.result
-    result = types.CallToolResult.model_validate(stored) if stored else error_result(call.remote.reported_output)
+    stored = call.gateway.result  # what the upstream answered; none when a reviewer settled the call
+    result = types.CallToolResult.model_validate(stored) if stored else _settled(call)
     note = _changed_note(call)
     if note:
         result = result.model_copy(update={"content": [types.TextContent(type="text", text=note), *result.content]})

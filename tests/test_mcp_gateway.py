@@ -5,11 +5,16 @@ import getpass
 import os
 import signal
 import sys
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 from mcp.client.stdio import StdioServerParameters
 
+from approvals import services
 from approvals.models import ToolCall
+from approvals.services import leases
+from gateway import services as gateway_services
 
 from .mcpgateway import ROOT, McpClient, gateway_env, refunds, shop_gateway, shop_processes
 from .reviewing import decide
@@ -170,3 +175,42 @@ def test_an_upstream_whose_process_died_is_started_again_for_the_next_call(stdio
     assert not before.is_error
     assert not after.is_error, after.content[0].text
     assert after.content[0].text == "Order A-1002: ben@example.com, total $120.00, shipped."
+
+
+def _outcome_unknown(gateway, stdio, reviewer) -> ToolCall:
+    """An approved call a gateway claimed and then died on: its lease lapsed, so nobody knows whether it ran."""
+    with McpClient(stdio) as mcp:
+        mcp.call_tool_later("refund", REFUND)
+        call = pending_call()
+    decide(call, reviewer, "approve")
+    assert gateway_services.call_claim(gateway=gateway, call_id=call.pk)
+    assert leases.leases_lapse(now=timezone.now() + timedelta(hours=1))["unknown"] == 1
+    return call
+
+
+def test_a_call_a_reviewer_settled_as_run_answers_the_reviewers_output_and_is_never_run(
+    gateway, stdio, reviewer, tmp_path
+):
+    call = _outcome_unknown(gateway, stdio, reviewer)
+    services.toolcall_settle(call_id=call.pk, reviewer=reviewer, answer="ran", output="Refunded $490 (bank)")
+    with McpClient(stdio) as mcp:
+        result = mcp.call_tool("refund", REFUND)
+
+    assert not result.is_error
+    assert [block.text for block in result.content] == [
+        "A reviewer recorded what this call did (its result never came back).",
+        "Refunded $490 (bank)",
+    ]
+    assert refunds(tmp_path) == []
+    assert ToolCall.objects.count() == 1
+
+
+def test_a_call_a_reviewer_settled_as_failed_answers_a_tool_error_with_their_reason(gateway, stdio, reviewer, tmp_path):
+    call = _outcome_unknown(gateway, stdio, reviewer)
+    services.toolcall_settle(call_id=call.pk, reviewer=reviewer, answer="fail", reason="the bank refused it")
+    with McpClient(stdio) as mcp:
+        result = mcp.call_tool("refund", REFUND)
+
+    assert result.is_error
+    assert result.content[0].text == "Error: the bank refused it (settled by alice)"
+    assert refunds(tmp_path) == []
