@@ -23,7 +23,6 @@ from . import checkpoints, llm
 log = logging.getLogger(__name__)
 
 TOOLS, TURN = "tools", "turn"
-RUNNABLE = (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING)
 # A step in one transaction: read-only calls run before it, a reply without calls ends the run in it,
 # and an answered step claims the next model turn in it.
 FUSED = {"run_read_only": True, "ends": True, "claim_next": True}
@@ -74,7 +73,7 @@ def _advance(run_id: int, *, only: str | None) -> str | None:
         messages += run.messages.filter(seq__gt=messages[-1].seq if messages else -1).order_by("seq")
         step, answered = open_step(messages)
         if step is not None and not answered:
-            if only == TURN and step.calls.filter(status__in=RUNNABLE).exists():
+            if only == TURN and step.calls.filter(status__in=ToolCall.RUNNABLE).exists():
                 return TOOLS
             if not _answer_step(run, step):
                 return None
@@ -134,7 +133,7 @@ def _begin_turn(run: Run) -> bool:
 
 def _answer_step(run: Run, step: Message) -> bool:
     """Run the step's approved calls; whether that answered it (if not and some are pending, the run waits)."""
-    for call in step.calls.filter(status__in=RUNNABLE):
+    for call in step.calls.filter(status__in=ToolCall.RUNNABLE):
         services.toolcall_execute(call=call)
     if services.step_is_answered(message=step):
         return True

@@ -46,7 +46,6 @@ MODES = ("pool process", "main process", "whole worker")
 KINDS = {"turns": ("turns",), "tools": ("default", "tools")}
 RUNS_PER_TRIAL = 3
 SETTLE_LIMIT = 120.0
-RUNNABLE = (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING)
 
 
 def children(pid: int) -> list[int]:
@@ -174,12 +173,15 @@ def run_settled(run: Run) -> bool:
     if run.status == Run.Status.FAILED:
         return bool(run.last_error)
     calls = run.tool_calls
-    waiting = calls.filter(status=ToolCall.Status.PENDING).exists() and not calls.filter(status__in=RUNNABLE).exists()
+    waiting = (
+        calls.filter(status=ToolCall.Status.PENDING).exists()
+        and not calls.filter(status__in=ToolCall.RUNNABLE).exists()
+    )
     return run.status == Run.Status.WAITING and waiting
 
 
 def settled(run_ids: list[int], call_ids: list[int]) -> bool:
-    if ToolCall.objects.filter(pk__in=call_ids, status__in=RUNNABLE).exists():
+    if ToolCall.objects.filter(pk__in=call_ids, status__in=ToolCall.RUNNABLE).exists():
         return False
     return all(run_settled(run) for run in Run.objects.filter(pk__in=run_ids))
 

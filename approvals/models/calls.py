@@ -50,6 +50,10 @@ class ToolCall(models.Model):
         # Its execution's lease lapsed without a report and the tool is not idempotent: a person says what happened.
         OUTCOME_UNKNOWN = "outcome_unknown", "Outcome unknown"
 
+    # Approved and not yet reported: to be executed, or executing under a lease (which may lapse and be claimed
+    # again). Every executor (the local runtime, a remote agent, the gateway, an AG-UI agent) waits on these.
+    RUNNABLE = (Status.APPROVED, Status.EXECUTING)
+
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_calls", db_index=False)  # unique below
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="calls")
     call_id = models.CharField(max_length=200)

@@ -132,7 +132,6 @@ def _return_to_queue(call: ToolCall, back: Return) -> None:
     live.call_changed(call.pk)
 
 
-RUNNABLE = (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING)
 EXECUTABLE = (ToolCall.Kind.CALL, ToolCall.Kind.CHECKPOINT)  # what runs a tool body once approved
 
 
@@ -140,7 +139,9 @@ def runnable_calls(**where) -> QuerySet[ToolCall]:
     """Approved (or abandoned executing) calls as toolcall_execute(loaded=True) takes them: with their run and
     decisions, read in two statements however many there are."""
     decisions = Prefetch("decisions", queryset=Decision.objects.select_related("reviewer"))
-    return ToolCall.objects.filter(status__in=RUNNABLE, **where).select_related("run").prefetch_related(decisions)
+    return (
+        ToolCall.objects.filter(status__in=ToolCall.RUNNABLE, **where).select_related("run").prefetch_related(decisions)
+    )
 
 
 def toolcall_execute(*, call: ToolCall, loaded: bool = False) -> bool:

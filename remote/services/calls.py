@@ -28,7 +28,6 @@ from ..declared import adapter_for, draft_problem
 from ..errors import Conflict, Invalid, NotFound, invalid_fields
 from ..models import DeclaredTool, RemoteAgent, RemoteCall, Thread
 
-RUNNABLE = (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING)
 REPORTED = (ToolCall.Status.EXECUTED, ToolCall.Status.FAILED)
 
 
@@ -163,7 +162,7 @@ def _check_key(call: ToolCall, key: str) -> None:
             "(it ran, run it now, or fail the run). Do not run it again.",
             {"status": [call.status]},
         )
-    if call.status not in (*RUNNABLE, *REPORTED) or call.approved_arguments is None:
+    if call.status not in (*ToolCall.RUNNABLE, *REPORTED) or call.approved_arguments is None:
         raise Conflict(f"This call is {call.status}, not approved: it must not be executed.")
     if not hmac.compare_digest(key.encode(), execution_key(call).encode()):
         raise Conflict("Wrong execution key for this call.", {"execution_key": ["Not this call's execution key."]})
