@@ -5,7 +5,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import models
-from django.db.models import Q
+from django.db.models import Prefetch, Q
 from django.utils import timezone
 
 from ..hashing import args_hash
@@ -218,12 +218,23 @@ class ToolCall(models.Model):
             return self.reviewing_by
         return None
 
-    def _prefetched_decisions(self) -> list["Decision"] | None:
-        """The call's decisions if a caller prefetched them (services.runnable_calls), else None (each reads them)."""
-        return getattr(self, "_prefetched_objects_cache", {}).get("decisions")
+    @staticmethod
+    def decisions_prefetch() -> Prefetch:
+        """For a queryset's prefetch_related(): every call's decisions with their reviewers, read in one statement
+        for all the calls, as the list `loaded_decisions` that the methods below read instead of a query each."""
+        return Prefetch("decisions", queryset=Decision.objects.select_related("reviewer"), to_attr="loaded_decisions")
+
+    def _loaded_decisions(self) -> list["Decision"] | None:
+        """The call's decisions if its queryset loaded them (decisions_prefetch()), else None (each method reads)."""
+        return getattr(self, "loaded_decisions", None)
+
+    def all_decisions(self) -> list["Decision"]:
+        """The call's decisions, oldest first."""
+        loaded = self._loaded_decisions()
+        return loaded if loaded is not None else list(self.decisions.all())
 
     def final_decision(self):
-        prefetched = self._prefetched_decisions()
+        prefetched = self._loaded_decisions()
         if prefetched is not None:
             return max((d for d in prefetched if d.final), key=lambda d: d.pk, default=None)
         return self.decisions.filter(final=True).select_related("reviewer").order_by("-id").first()
@@ -231,7 +242,7 @@ class ToolCall(models.Model):
     def round_approvals(self, arguments_hash: str | None = None) -> list["Decision"]:
         """Approvals in this review round of exactly these arguments (by default, those now under review)."""
         wanted = arguments_hash or self.review_hash
-        prefetched = self._prefetched_decisions()
+        prefetched = self._loaded_decisions()
         if prefetched is not None:
             return [
                 d

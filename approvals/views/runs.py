@@ -30,7 +30,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     unreported = AuditEvent.objects.filter(tool_call=OuterRef("pk"), kind=AuditEvent.Kind.UNREPORTED)
     calls = list(
         run.tool_calls.select_related("review_group")
-        .prefetch_related("decisions__reviewer")
+        .prefetch_related(ToolCall.decisions_prefetch())
         .annotate(flagged_unreported=Exists(unreported))
         .order_by("created_at", "id")
     )
