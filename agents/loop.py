@@ -23,9 +23,6 @@ from . import checkpoints, llm
 log = logging.getLogger(__name__)
 
 TOOLS, TURN = "tools", "turn"
-# A step in one transaction: read-only calls run before it, a reply without calls ends the run in it,
-# and an answered step claims the next model turn in it.
-FUSED = {"run_read_only": True, "ends": True, "claim_next": True}
 
 
 def open_step(messages: list[Message]) -> tuple[Message | None, bool]:
@@ -109,7 +106,7 @@ def _take_turn(run: Run, messages: list[Message]) -> bool | None:
         return None
     turn = run.step_count
     content, calls = checkpoints.hold_final_answer(run, reply.content, reply.calls, transcript)
-    recorded = services.step_record(run=run, content=content, calls=calls, turn=turn, transcript=messages, **FUSED)
+    recorded = services.model_reply_record(run=run, turn=turn, transcript=messages, content=content, calls=calls)
     if recorded is None:
         return None  # the turn outlived its lease and was given to another worker
     return run.thinking and run.step_count == turn + 1

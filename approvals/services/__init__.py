@@ -29,7 +29,7 @@ from .errors import (
     WarningNotAcknowledged,
 )
 from .execution import EXECUTABLE, runnable_calls, toolcall_claim, toolcall_execute
-from .gate import ProposedCall, step_record
+from .gate import ProposedCall, model_reply_record, step_record
 from .leases import lease_lapse, lease_renew, leases_lapse
 from .outcomes import toolcall_settle
 from .previews import toolcall_edit_changes, toolcall_preview
@@ -69,6 +69,7 @@ __all__ = [
     "lease_renew",
     "leases_lapse",
     "message_append",
+    "model_reply_record",
     "request_resume",
     "run_begin_turn",
     "run_cancel",
