@@ -165,6 +165,17 @@ class ToolCall(models.Model):
         return self.approved_arguments if self.approved_arguments is not None else self.arguments
 
     @property
+    def review_draft(self) -> str:
+        """A checkpoint's draft under review (its `draft` argument)."""
+        return (self.review_arguments or {}).get("draft", "")
+
+    @property
+    def draft_companions(self) -> list[tuple[str, object]]:
+        """A checkpoint's other arguments under review (not the draft, not empty): its edit form keeps them."""
+        arguments = self.review_arguments or {}
+        return [(name, value) for name, value in arguments.items() if name != "draft" and value is not None]
+
+    @property
     def review_hash(self) -> str:
         """The hash a decision must be bound to (of a question: the question shown)."""
         if self.kind == self.Kind.QUESTION:
@@ -204,12 +215,49 @@ class ToolCall(models.Model):
 
     @property
     def fact_rows(self) -> list[dict]:
-        """The facts for display, each marked if it changed since the call was last reviewed."""
-        changed = self.changed_facts or {}
-        return [
-            {"key": key, "value": value, "changed": key in changed, "before": (changed.get(key) or {}).get("before")}
-            for key, value in (self.facts or {}).items()
-        ]
+        """The facts for display. While the call waits, a fact that changed since it was last reviewed is marked
+        (`changed`, with the value it `was`); `css` is its class on the card (warning, changed)."""
+        changed = self.changed_facts or {} if self.is_pending else {}
+        rows = []
+        for key, value in (self.facts or {}).items():
+            marked = key in changed
+            css = ("warning" if key == "warning" else "") + (" changed" if marked else "")
+            was = (changed.get(key) or {}).get("before") or "—"
+            rows.append({"key": key, "value": value, "changed": marked, "was": was, "css": css})
+        return rows
+
+    @property
+    def back_in_queue(self) -> bool:
+        """Returned to the queue (its facts or policy changed after approval) and waiting again: the card says why."""
+        return self.is_pending and bool(self.returned_reason)
+
+    @property
+    def collects_approvals(self) -> bool:
+        """Waiting for the approvals of several distinct reviewers (N-of-M)."""
+        return self.is_pending and self.required_approvals > 1
+
+    @property
+    def approval_progress(self) -> str:
+        """Where the approvals of this round stand, e.g. "1 of 2 approvals: alice"."""
+        names = [d.reviewer_label for d in self.round_approvals()]
+        progress = f"{len(names)} of {self.required_approvals} approvals"
+        return f"{progress}: {', '.join(names)}" if names else progress
+
+    @property
+    def output_reported_by_agent(self) -> bool:
+        """The output is what a remote agent reported (its run executes its own calls), not what ReviewHub ran."""
+        return bool(self.output) and self.run.is_remote and self.status in (self.Status.EXECUTED, self.Status.FAILED)
+
+    @property
+    def report_overdue(self) -> bool:
+        """Flagged as never reported (services.unreported_flag; annotated `flagged_unreported` by the run page),
+        and still approved or executing."""
+        return getattr(self, "flagged_unreported", False) and self.status in self.RUNNABLE
+
+    @property
+    def reviewer_now(self):
+        """Who is reviewing this pending call now (None once it is decided, or when nobody said so)."""
+        return self.current_reviewer if self.is_pending else None
 
     @property
     def current_reviewer(self):
