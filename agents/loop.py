@@ -24,10 +24,6 @@ from . import checkpoints, llm
 log = logging.getLogger(__name__)
 
 TOOLS, TURN = "tools", "turn"
-RUNNABLE = (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING)
-# A step in one transaction: read-only calls run before it, a reply without calls ends the run in it,
-# and an answered step claims the next model turn in it.
-FUSED = {"run_read_only": True, "ends": True, "claim_next": True}
 
 
 def open_step(messages: list[Message]) -> tuple[Message | None, bool]:
@@ -75,7 +71,7 @@ def _advance(run_id: int, *, only: str | None) -> str | None:
         messages += run.messages.filter(seq__gt=messages[-1].seq if messages else -1).order_by("seq")
         step, answered = open_step(messages)
         if step is not None and not answered:
-            if only == TURN and step.calls.filter(status__in=RUNNABLE).exists():
+            if only == TURN and step.calls.filter(status__in=ToolCall.RUNNABLE).exists():
                 return TOOLS
             if not _answer_step(run, step):
                 return None
@@ -112,7 +108,7 @@ def _take_turn(run: Run, messages: list[Message]) -> bool | None:
         services.run_fail(run=run, error=str(exc))
         return None
     content, calls = checkpoints.hold_final_answer(run, reply.content, reply.calls, transcript)
-    recorded = services.step_record(run=run, content=content, calls=calls, turn=turn, transcript=messages, **FUSED)
+    recorded = services.model_reply_record(run=run, turn=turn, transcript=messages, content=content, calls=calls)
     if recorded is None:
         return None  # the turn outlived its lease and was given to another worker
     return run.thinking and run.step_count == turn + 1
@@ -136,7 +132,7 @@ def _begin_turn(run: Run) -> bool:
 
 def _answer_step(run: Run, step: Message) -> bool:
     """Run the step's approved calls; whether that answered it (if not and some are pending, the run waits)."""
-    for call in step.calls.filter(status__in=RUNNABLE):
+    for call in step.calls.filter(status__in=ToolCall.RUNNABLE):
         services.toolcall_execute(call=call)
     if services.step_is_answered(message=step):
         return True

@@ -8,6 +8,7 @@ from django.contrib import admin
 from pydantic import ValidationError as PydanticError
 
 from agents.agents import registry as agents
+from approvals.admin_readonly import ReadOnly
 from remote.declared import schema_problem, template_problem
 from remote.models import TOOL_NAME_PATTERN, RemoteAgent
 from remote.schemas import ToolIn
@@ -110,16 +111,7 @@ class AguiAgentAdmin(admin.ModelAdmin):
 
 
 @admin.register(Exchange)
-class ExchangeAdmin(admin.ModelAdmin):
+class ExchangeAdmin(ReadOnly, admin.ModelAdmin):
     list_display = ["run", "seq", "status", "attempts", "created_at"]
     list_filter = ["status"]
     readonly_fields = ["run", "seq", "agui_run_id", "input", "status", "attempts", "last_error", "claimed_at"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -12,15 +12,13 @@ from . import interrupts, offered
 from .conversation import Conversation, Seen
 from .models import AguiAgent, Exchange
 
-REPORTED = (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING)
-
 
 def _result_of_call(run: Run, seen: Seen) -> bool:
     """The result of a call a person decided (an interrupt answered before): executed, its output recorded once."""
     call = ToolCall.objects.filter(run=run, call_id=seen.id).first()
     if call is None:
         return False
-    if ToolCall.objects.filter(pk=call.pk, status__in=REPORTED).update(
+    if ToolCall.objects.filter(pk=call.pk, status__in=ToolCall.RUNNABLE).update(
         status=ToolCall.Status.EXECUTED, executed_at=timezone.now()
     ):
         payload = {"reported_by": run.agent, "arguments": call.approved_arguments, "ok": True, "output": seen.result}

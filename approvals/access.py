@@ -183,7 +183,7 @@ def can_decide(user, call: ToolCall) -> tuple[bool, str]:
         return False, why
     if not in_group(user, call.review_group_id):
         return False, f"Only members of the group “{call.review_group}” may decide this call."
-    if call.is_pending and any(d.round == call.review_round and d.reviewer_id == user.pk for d in call.decisions.all()):
+    if call.is_pending and any(d.round == call.review_round and d.reviewer_id == user.pk for d in call.all_decisions()):
         return False, "You already approved this call; it needs the approval of another reviewer."
     return True, ""
 

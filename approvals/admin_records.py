@@ -11,6 +11,7 @@ from django.utils.functional import cached_property
 from django.utils.html import format_html
 
 from .admin_filters import RefuseUnstorableQuery
+from .admin_readonly import ReadOnly
 from .templatetags.review import reveal
 from .text import pretty_json
 
@@ -36,7 +37,7 @@ class CappedPaginator(Paginator):
 # --- the record: nobody writes it here --------------------------------------------------------
 
 
-class RecordAdmin(RefuseUnstorableQuery, admin.ModelAdmin):
+class RecordAdmin(ReadOnly, RefuseUnstorableQuery, admin.ModelAdmin):
     """Written by the application only: nobody adds, changes or deletes it here."""
 
     class Media:
@@ -47,15 +48,6 @@ class RecordAdmin(RefuseUnstorableQuery, admin.ModelAdmin):
     show_facets = admin.ShowFacets.NEVER
     list_per_page = 50
     actions = None
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     @admin.display(description="created (UTC)", ordering="created_at")
     def created(self, obj):

@@ -145,7 +145,7 @@ def _current_users(user_ids) -> list[tuple[object, tuple]]:
 def _load_call(call_id: int) -> ToolCall | None:
     return (
         ToolCall.objects.select_related("run", "run__requested_by", "review_group", "reviewing_by")
-        .prefetch_related("decisions")  # can_decide() reads them for each reviewer
+        .prefetch_related(ToolCall.decisions_prefetch())  # can_decide() reads them for each reviewer
         .filter(pk=call_id)
         .first()
     )

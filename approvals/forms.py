@@ -2,6 +2,8 @@
 
 from dataclasses import dataclass
 
+from django.utils.html import format_html, format_html_join
+
 from . import storable
 from .services import EditInvalid
 from .tools import Tool
@@ -20,6 +22,13 @@ class FieldSpec:
     maximum: object = None
     step: str = ""
     errors: tuple = ()
+
+    @property
+    def number_attrs(self) -> str:
+        """A number input's step, bounds (when the schema has them) and required, as escaped attributes."""
+        bounds = [(name, value) for name, value in (("min", self.minimum), ("max", self.maximum)) if value is not None]
+        attrs = format_html_join("", ' {}="{}"', [("step", self.step), *bounds])
+        return format_html("{}{}", attrs, " required" if self.required else "")
 
 
 def _kind(prop: dict) -> str:

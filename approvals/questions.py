@@ -28,6 +28,20 @@ class AnswerField:
     choices: tuple[tuple[str, str], ...] = ()  # (value as posted, label)
     errors: tuple[str, ...] = ()
 
+    @property
+    def checked(self) -> bool:
+        """A boolean field's box is ticked (its value as posted back, or its default)."""
+        return self.value in ("true", "on")
+
+    @property
+    def numeric(self) -> bool:
+        return self.kind in ("integer", "number")
+
+    @property
+    def step(self) -> str:
+        """The number input's step: whole numbers for an integer."""
+        return "1" if self.kind == "integer" else "any"
+
 
 class AnswerInvalid(Exception):
     def __init__(self, errors: dict[str, list[str]]):

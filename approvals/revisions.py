@@ -114,6 +114,14 @@ def word_diff(before: str, after: str) -> list[tuple[str, str]]:
     return parts
 
 
+PART_TAGS = {"del": "del", "ins": "ins", "same": "span"}
+
+
+def marked_parts(parts: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """word_diff's parts as the card marks them up: (HTML element, text), <del> and <ins> for the changes."""
+    return [(PART_TAGS[op], text) for op, text in parts]
+
+
 @dataclass(frozen=True)
 class PreviousRound:
     """What a revision's card shows of the round before it."""
@@ -124,12 +132,16 @@ class PreviousRound:
     visible: bool  # False: the previous round was for another group; only its existence is shown
     fields: list[dict] = field(default_factory=list)  # the previous arguments, each {"name", "value", "text"}
     changes: list[dict] = field(default_factory=list)  # fields changed since, arguments_diff's rows
-    text_changes: list[dict] = field(default_factory=list)  # texts changed since, each {"name", "diff"}
+    text_changes: list[dict] = field(default_factory=list)  # texts changed since, each {"name", "parts"}
     earlier: list[ToolCall] = field(default_factory=list)  # the rounds before the previous one, oldest first
 
     @property
     def sent_back_with_guidance(self) -> bool:
         return bool(self.decision and self.decision.guidance)
+
+    @property
+    def sent_back_label(self) -> str:
+        return "Sent back with guidance" if self.sent_back_with_guidance else "Rejected"
 
 
 def _earlier_rounds(previous: ToolCall, limit: int = 20) -> list[ToolCall]:
@@ -157,7 +169,7 @@ def previous_round(call: ToolCall) -> PreviousRound | None:
         fields=[{"name": k, "value": v, "text": is_text(v)} for k, v in sorted(before.items())],
         changes=[c for c in changes if not is_text(c["before"], c["after"])],
         text_changes=[
-            {"name": c["name"], "diff": word_diff(c["before"] or "", c["after"] or "")}
+            {"name": c["name"], "parts": marked_parts(word_diff(c["before"] or "", c["after"] or ""))}
             for c in changes
             if is_text(c["before"], c["after"])
         ],

@@ -4,6 +4,7 @@ from django import forms
 from django.contrib import admin
 
 from .admin_filters import RefuseUnstorableQuery
+from .admin_readonly import ReadOnly
 from .models import PolicyRule, ShadowResult, ToolSetting
 from .storable import json_problems
 from .tools import registry
@@ -82,18 +83,9 @@ class ToolSettingAdmin(RefuseUnstorableQuery, admin.ModelAdmin):
 
 
 @admin.register(ShadowResult)
-class ShadowResultAdmin(RefuseUnstorableQuery, admin.ModelAdmin):
+class ShadowResultAdmin(ReadOnly, RefuseUnstorableQuery, admin.ModelAdmin):
     """What shadow rules would have decided; written by the application only."""
 
     list_display = ["tool_call", "rule", "outcome", "verdict", "agreed", "created_at"]
     list_filter = ["rule", "agreed"]
     list_select_related = ["tool_call", "rule"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -9,7 +9,7 @@ COUNT_CAP + 1 pending calls, so the counting query reads no more than that, howe
 
 import functools
 from dataclasses import dataclass, replace
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from django.http import QueryDict
 
@@ -153,16 +153,21 @@ def summarize(facets: list[dict], wanted: QueueFilter, *, full_page: bool = Fals
             similar[key] = similar.get(key, 0) + row["matched"]
     groups = [
         {"tool": tool, "agent": agent, "band": band, "count": count,
-         "title": group_title(count=count, tool=tool, agent=agent, band=band, more=total > COUNT_CAP)}
+         "title": group_title(count=count, tool=tool, agent=agent, band=band, more=total > COUNT_CAP),
+         "query": f"tool={quote(tool, safe='/')}&agent={quote(agent, safe='/')}&band={band}"}
         for (tool, agent, band), count in sorted(similar.items(), key=lambda item: (-item[1], item[0]))
         if count > 1
     ]  # fmt: skip
     pages = max(1, -(-min(matched, COUNT_CAP) // PAGE_SIZE), wanted.page if more else 1)
     has_next = full_page if more else wanted.page < pages
+    shown = f"of {count_label(total)} pending match" if wanted.narrowed else "pending"
+    if pages > 1:
+        shown += f" · page {min(wanted.page, pages)} of {pages}{'+' if more else ''}"
     return {
         "total": total,
         "matched": matched,
         "more": more,  # more pending calls match than were counted: "page 3 of 20+"
+        "shown": shown,  # after the count of matching calls: "pending · page 1 of 3", "of 40 pending match"
         "tools": sorted({row["tool_name"] for row in facets} | ({wanted.tool} if wanted.tool else set())),
         "tiers": [(value, label) for value, label in Tier.choices if any(r["tier"] == value for r in facets)],
         "statuses": [

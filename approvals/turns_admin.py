@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.db.models import Count
 
 from .admin_filters import RefuseUnstorableQuery
+from .admin_readonly import ReadOnly
 from .models import TurnRule, TurnShadow
 from .turns import sets_a_condition
 
@@ -79,18 +80,9 @@ class TurnRuleAdmin(RefuseUnstorableQuery, admin.ModelAdmin):
 
 
 @admin.register(TurnShadow)
-class TurnShadowAdmin(RefuseUnstorableQuery, admin.ModelAdmin):
+class TurnShadowAdmin(ReadOnly, RefuseUnstorableQuery, admin.ModelAdmin):
     """The turns shadow turn rules would have paused; written by the application only."""
 
     list_display = ["rule", "run", "step", "created_at"]
     list_filter = ["rule"]
     list_select_related = ["rule", "run"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

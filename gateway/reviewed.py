@@ -229,7 +229,7 @@ async def _execute(ctx, runtime: Runtime, entry: services.Entry, call: ToolCall,
         return executed_result(call)
     if call.status == ToolCall.Status.OUTCOME_UNKNOWN:
         return error_result(UNKNOWN.format(call=call.pk, link=services.call_link(call)))
-    if call.status in (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING):
+    if call.status in ToolCall.RUNNABLE:
         return error_result(
             f"This call was approved and is being executed elsewhere (call {call.pk}, {services.call_link(call)}); "
             "call the same tool with the same arguments again for its result."
@@ -248,7 +248,7 @@ async def call_reviewed(ctx, runtime: Runtime, entry: services.Entry, arguments:
     call = await _wait(ctx, opened.pk, until, (ToolCall.Status.PENDING,))
     if call.status == ToolCall.Status.PENDING:
         return _still_waiting(call)
-    if call.status in (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING, ToolCall.Status.OUTCOME_UNKNOWN, *DONE):
+    if call.status in (*ToolCall.RUNNABLE, ToolCall.Status.OUTCOME_UNKNOWN, *DONE):
         return await _execute(ctx, runtime, entry, call, until)
     await db(services.call_answered, call_id=call.pk)
     return await db(refused_result, call=call)

@@ -6,6 +6,7 @@ from django import forms
 from django.contrib import admin
 
 from approvals.access import practice_calls_for
+from approvals.admin_readonly import ReadOnly
 from approvals.tools import registry
 
 from .models import PracticeCall, PracticeSetting
@@ -41,19 +42,10 @@ class PracticeSettingAdmin(admin.ModelAdmin):
 
 
 @admin.register(PracticeCall)
-class PracticeCallAdmin(admin.ModelAdmin):
+class PracticeCallAdmin(ReadOnly, admin.ModelAdmin):
     list_display = ["planted_at", "tool_name", "mistake", "tool_call", "reviewer", "outcome", "seconds_to_decide"]
     list_filter = ["outcome", "tool_name", "mistake"]
     readonly_fields = [f.name for f in PracticeCall._meta.fields]
 
     def get_queryset(self, request):
         return practice_calls_for(request.user, super().get_queryset(request))
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

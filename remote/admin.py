@@ -5,31 +5,25 @@ from django.contrib import admin, messages
 
 from approvals import access
 from approvals.admin_filters import RefuseUnstorableQuery
+from approvals.admin_readonly import ReadOnly
 
 from . import services, targets
 from .models import AgentToken, DeclaredTool, RemoteAgent, Webhook, WebhookDelivery
 from .tokens import token_revoke
 
 
-class ReadOnly(RefuseUnstorableQuery, admin.ModelAdmin):
-    def has_add_permission(self, request, *args):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False  # the record of what agents did; a token is revoked, not deleted
+class RecordOfAgents(ReadOnly, RefuseUnstorableQuery, admin.ModelAdmin):
+    """The record of what agents did: read only here (a token is revoked, not deleted)."""
 
 
 @admin.register(RemoteAgent)
-class RemoteAgentAdmin(ReadOnly):
+class RemoteAgentAdmin(RecordOfAgents):
     list_display = ["name", "user", "created_at"]
     search_fields = ["name"]
 
 
 @admin.register(AgentToken)
-class AgentTokenAdmin(ReadOnly):
+class AgentTokenAdmin(RecordOfAgents):
     list_display = ["prefix", "agent", "created_at", "last_used_at", "revoked_at"]
     list_filter = ["agent", "revoked_at"]
     fields = ["prefix", "agent", "created_at", "last_used_at", "revoked_at"]
@@ -46,7 +40,7 @@ class AgentTokenAdmin(ReadOnly):
 
 
 @admin.register(DeclaredTool)
-class DeclaredToolAdmin(ReadOnly):
+class DeclaredToolAdmin(RecordOfAgents):
     list_display = ["name", "agent", "version", "current", "tier", "created_at"]
     list_filter = ["agent", "tier", "current"]
     search_fields = ["name"]
@@ -85,7 +79,7 @@ class WebhookAdmin(RefuseUnstorableQuery, admin.ModelAdmin):
 
 
 @admin.register(WebhookDelivery)
-class WebhookDeliveryAdmin(ReadOnly):
+class WebhookDeliveryAdmin(RecordOfAgents):
     list_display = ["message_id", "webhook", "tool_call", "status", "attempts", "last_status_code", "next_attempt_at"]
     list_filter = ["status", "webhook__agent"]
     readonly_fields = [f.name for f in WebhookDelivery._meta.fields]

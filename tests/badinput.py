@@ -8,6 +8,8 @@ from approvals.questions import AnswerInvalid, validated_answer
 from approvals.services import ProposedCall
 from approvals.tools import ArgumentsInvalid, registry
 
+from .reviewing import model_reply
+
 REFUND = {"order_id": "A-1001", "amount": 40.0, "reason": "Item arrived damaged"}
 
 
@@ -65,5 +67,5 @@ def pending_question(requester) -> ToolCall:
     """Dana's "which order?" question, asked by choose_order through the gate (no model needed)."""
     run = new_run(requester, "I'm dana.smith@example.com, my item arrived broken, please refund it.")
     calls = [ProposedCall(call_id="call_1", name="choose_order", raw_arguments='{"email": "dana.smith@example.com"}')]
-    services.step_record(run=run, content="Which order?", calls=calls, run_read_only=True)
+    model_reply(run, "Which order?", calls)
     return run.tool_calls.get(status=ToolCall.Status.PENDING, kind=ToolCall.Kind.QUESTION)

@@ -50,7 +50,6 @@ RUNS_PER_TRIAL = 3
 # model turns) is over within about 0.3 s, so a longer window mostly kills an idle worker.
 DELAY = float(os.environ.get("RELIABILITY_WORKER_DELAY", "0.25"))
 SETTLE_LIMIT = 120.0
-RUNNABLE = (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING)
 
 
 def children(pid: int) -> list[int]:
@@ -179,12 +178,15 @@ def run_settled(run: Run) -> bool:
     if run.status == Run.Status.FAILED:
         return bool(run.last_error)
     calls = run.tool_calls
-    waiting = calls.filter(status=ToolCall.Status.PENDING).exists() and not calls.filter(status__in=RUNNABLE).exists()
+    waiting = (
+        calls.filter(status=ToolCall.Status.PENDING).exists()
+        and not calls.filter(status__in=ToolCall.RUNNABLE).exists()
+    )
     return run.status == Run.Status.WAITING and waiting
 
 
 def settled(run_ids: list[int], call_ids: list[int]) -> bool:
-    if ToolCall.objects.filter(pk__in=call_ids, status__in=RUNNABLE).exists():
+    if ToolCall.objects.filter(pk__in=call_ids, status__in=ToolCall.RUNNABLE).exists():
         return False
     return all(run_settled(run) for run in Run.objects.filter(pk__in=run_ids))
 

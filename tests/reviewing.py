@@ -28,6 +28,15 @@ def propose(run: Run, name: str, arguments: dict | str, call_id: str = "call_1")
     return ToolCall.objects.get(run=run, call_id=call_id)
 
 
+def model_reply(run: Run, content: str, calls: list[ProposedCall]) -> None:
+    """The model's reply to the run's next model turn, recorded as the loop records it (without a model): the
+    read-only calls policy runs at once run before the step is stored."""
+    run.refresh_from_db()
+    assert services.run_begin_turn(run=run)
+    transcript = list(run.messages.order_by("seq"))
+    services.model_reply_record(run=run, turn=run.step_count, transcript=transcript, content=content, calls=calls)
+
+
 def run_with(user, *calls: tuple[str, dict]) -> Run:
     """A run requested by this user whose model asked for these (tool, arguments) in one step, through the
     gate, without a model; what may run at once has run."""

@@ -11,6 +11,8 @@ from approvals.models import Message, Run, ToolCall
 from approvals.services import EditInvalid, ProposedCall
 from approvals.tools import registry
 
+from .reviewing import model_reply
+
 pytestmark = pytest.mark.django_db
 
 ARABIC_INDIC_1001 = "A-\u0661\u0660\u0660\u0661"
@@ -158,7 +160,7 @@ def test_an_order_status_is_read_in_one_statement_with_what_was_refunded(shop):
 
 def test_an_order_status_for_no_such_order_tells_the_model(run):
     proposed = ProposedCall("call_1", "get_order_status", json.dumps({"order_id": "A-9999"}))
-    services.step_record(run=run, content="Looking.", calls=[proposed], run_read_only=True)
+    model_reply(run, "Looking.", [proposed])
     call = ToolCall.objects.get(run=run, call_id="call_1")
     assert call.status == ToolCall.Status.FAILED
     assert "there is no order A-9999" in tool_output(run)

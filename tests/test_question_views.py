@@ -8,7 +8,7 @@ from django.urls import reverse
 from approvals import services
 from approvals.models import ToolCall
 
-from .reviewing import call_url, post
+from .reviewing import call_url, model_reply, post
 
 pytestmark = pytest.mark.django_db
 
@@ -130,7 +130,7 @@ def test_a_question_asked_again_after_a_decline_is_its_round_2_with_the_reason(c
         call_id=question.pk, reviewer=reviewer, verdict="reject", shown_hash=question.review_hash, reason="Not yet."
     )
     again = [services.ProposedCall("call_again", "choose_order", '{"email": "dana.smith@example.com"}')]
-    services.step_record(run=question.run, content="Let me ask again.", calls=again, run_read_only=True)
+    model_reply(question.run, "Let me ask again.", again)
     second = question.run.tool_calls.get(call_id="call_again")
     assert (second.kind, second.revision, second.revision_of_id) == (ToolCall.Kind.QUESTION, 2, question.pk)
     client.force_login(reviewer)

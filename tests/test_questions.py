@@ -13,7 +13,7 @@ from approvals.hashing import args_hash
 from approvals.models import AuditEvent, Decision, Message, Run, Tier, ToolCall
 from approvals.tools import Ask, Tool, ToolContext, registry
 
-from .reviewing import approve_reply, decide, propose
+from .reviewing import approve_reply, decide, model_reply, propose
 
 pytestmark = pytest.mark.django_db
 
@@ -175,7 +175,7 @@ def test_an_approved_call_that_asks_while_it_runs_waits_as_a_question_in_a_new_r
 
 def test_a_question_nobody_can_answer_fails_the_call_with_the_reason(run, asking_tools):
     calls = [services.ProposedCall("call_1", "lookup_confused", '{"order_id": "A-1001"}')]
-    services.step_record(run=run, content="Let me see.", calls=calls, run_read_only=True)
+    model_reply(run, "Let me see.", calls)
     call = run.tool_calls.get()
     assert (call.kind, call.status) == (ToolCall.Kind.CALL, ToolCall.Status.FAILED)
     assert call.output.startswith("Error: lookup_confused asked a question nobody can answer: its answer schema is")

@@ -180,7 +180,8 @@ def test_a_turn_given_to_another_worker_records_nothing_from_the_first(make_run,
     settings.TURN_LEASE_SECONDS = 0
     assert services.run_begin_turn(run=Run.objects.get(pk=run.pk))  # the sweep's worker takes it over
 
-    late = services.step_record(run=run, content="late", calls=[], turn=first_turn)
+    transcript = list(run.messages.order_by("seq"))
+    late = services.model_reply_record(run=run, turn=first_turn, transcript=transcript, content="late", calls=[])
 
     assert late is None
     assert not Message.objects.filter(run=run, content="late").exists()
@@ -189,7 +190,9 @@ def test_a_turn_given_to_another_worker_records_nothing_from_the_first(make_run,
 def test_a_turn_of_a_run_cancelled_meanwhile_records_nothing(make_run, requester):
     run = a_turn_left_thinking(make_run)
     services.run_cancel(run=Run.objects.get(pk=run.pk), user=requester)
-    assert services.step_record(run=run, content="late", calls=[], turn=run.step_count) is None
+    transcript = list(run.messages.order_by("seq"))
+    late = services.model_reply_record(run=run, turn=run.step_count, transcript=transcript, content="late", calls=[])
+    assert late is None
     assert not ToolCall.objects.filter(run=run).exists()
 
 

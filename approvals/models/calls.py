@@ -5,7 +5,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import models
-from django.db.models import Q
+from django.db.models import Prefetch, Q
 from django.utils import timezone
 
 from ..hashing import args_hash
@@ -49,6 +49,10 @@ class ToolCall(models.Model):
         UNDONE = "undone", "Undone"
         # Its execution's lease lapsed without a report and the tool is not idempotent: a person says what happened.
         OUTCOME_UNKNOWN = "outcome_unknown", "Outcome unknown"
+
+    # Approved and not yet reported: to be executed, or executing under a lease (which may lapse and be claimed
+    # again). Every executor (the local runtime, a remote agent, the gateway, an AG-UI agent) waits on these.
+    RUNNABLE = (Status.APPROVED, Status.EXECUTING)
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_calls", db_index=False)  # unique below
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="calls")
@@ -161,6 +165,17 @@ class ToolCall(models.Model):
         return self.approved_arguments if self.approved_arguments is not None else self.arguments
 
     @property
+    def review_draft(self) -> str:
+        """A checkpoint's draft under review (its `draft` argument)."""
+        return (self.review_arguments or {}).get("draft", "")
+
+    @property
+    def draft_companions(self) -> list[tuple[str, object]]:
+        """A checkpoint's other arguments under review (not the draft, not empty): its edit form keeps them."""
+        arguments = self.review_arguments or {}
+        return [(name, value) for name, value in arguments.items() if name != "draft" and value is not None]
+
+    @property
     def review_hash(self) -> str:
         """The hash a decision must be bound to (of a question: the question shown)."""
         if self.kind == self.Kind.QUESTION:
@@ -200,12 +215,49 @@ class ToolCall(models.Model):
 
     @property
     def fact_rows(self) -> list[dict]:
-        """The facts for display, each marked if it changed since the call was last reviewed."""
-        changed = self.changed_facts or {}
-        return [
-            {"key": key, "value": value, "changed": key in changed, "before": (changed.get(key) or {}).get("before")}
-            for key, value in (self.facts or {}).items()
-        ]
+        """The facts for display. While the call waits, a fact that changed since it was last reviewed is marked
+        (`changed`, with the value it `was`); `css` is its class on the card (warning, changed)."""
+        changed = self.changed_facts or {} if self.is_pending else {}
+        rows = []
+        for key, value in (self.facts or {}).items():
+            marked = key in changed
+            css = ("warning" if key == "warning" else "") + (" changed" if marked else "")
+            was = (changed.get(key) or {}).get("before") or "—"
+            rows.append({"key": key, "value": value, "changed": marked, "was": was, "css": css})
+        return rows
+
+    @property
+    def back_in_queue(self) -> bool:
+        """Returned to the queue (its facts or policy changed after approval) and waiting again: the card says why."""
+        return self.is_pending and bool(self.returned_reason)
+
+    @property
+    def collects_approvals(self) -> bool:
+        """Waiting for the approvals of several distinct reviewers (N-of-M)."""
+        return self.is_pending and self.required_approvals > 1
+
+    @property
+    def approval_progress(self) -> str:
+        """Where the approvals of this round stand, e.g. "1 of 2 approvals: alice"."""
+        names = [d.reviewer_label for d in self.round_approvals()]
+        progress = f"{len(names)} of {self.required_approvals} approvals"
+        return f"{progress}: {', '.join(names)}" if names else progress
+
+    @property
+    def output_reported_by_agent(self) -> bool:
+        """The output is what a remote agent reported (its run executes its own calls), not what ReviewHub ran."""
+        return bool(self.output) and self.run.is_remote and self.status in (self.Status.EXECUTED, self.Status.FAILED)
+
+    @property
+    def report_overdue(self) -> bool:
+        """Flagged as never reported (services.unreported_flag; annotated `flagged_unreported` by the run page),
+        and still approved or executing."""
+        return getattr(self, "flagged_unreported", False) and self.status in self.RUNNABLE
+
+    @property
+    def reviewer_now(self):
+        """Who is reviewing this pending call now (None once it is decided, or when nobody said so)."""
+        return self.current_reviewer if self.is_pending else None
 
     @property
     def current_reviewer(self):
@@ -214,12 +266,23 @@ class ToolCall(models.Model):
             return self.reviewing_by
         return None
 
-    def _prefetched_decisions(self) -> list["Decision"] | None:
-        """The call's decisions if a caller prefetched them (services.runnable_calls), else None (each reads them)."""
-        return getattr(self, "_prefetched_objects_cache", {}).get("decisions")
+    @staticmethod
+    def decisions_prefetch() -> Prefetch:
+        """For a queryset's prefetch_related(): every call's decisions with their reviewers, read in one statement
+        for all the calls, as the list `loaded_decisions` that the methods below read instead of a query each."""
+        return Prefetch("decisions", queryset=Decision.objects.select_related("reviewer"), to_attr="loaded_decisions")
+
+    def _loaded_decisions(self) -> list["Decision"] | None:
+        """The call's decisions if its queryset loaded them (decisions_prefetch()), else None (each method reads)."""
+        return getattr(self, "loaded_decisions", None)
+
+    def all_decisions(self) -> list["Decision"]:
+        """The call's decisions, oldest first."""
+        loaded = self._loaded_decisions()
+        return loaded if loaded is not None else list(self.decisions.all())
 
     def final_decision(self):
-        prefetched = self._prefetched_decisions()
+        prefetched = self._loaded_decisions()
         if prefetched is not None:
             return max((d for d in prefetched if d.final), key=lambda d: d.pk, default=None)
         return self.decisions.filter(final=True).select_related("reviewer").order_by("-id").first()
@@ -227,7 +290,7 @@ class ToolCall(models.Model):
     def round_approvals(self, arguments_hash: str | None = None) -> list["Decision"]:
         """Approvals in this review round of exactly these arguments (by default, those now under review)."""
         wanted = arguments_hash or self.review_hash
-        prefetched = self._prefetched_decisions()
+        prefetched = self._loaded_decisions()
         if prefetched is not None:
             return [
                 d

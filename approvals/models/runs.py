@@ -96,6 +96,11 @@ class Message(models.Model):
             models.Index(fields=["written_by"], condition=Q(written_by__isnull=False), name="message_written_by")
         ]
 
+    @property
+    def shown_in_transcript(self) -> bool:
+        """The run page shows every row but the system prompt; a reviewer's note (a system row) it shows."""
+        return self.role != self.Role.SYSTEM or self.written_by_id is not None
+
     def as_openai(self) -> dict:
         message = {"role": self.role, "content": self.content}
         if self.role == self.Role.ASSISTANT and self.tool_calls:

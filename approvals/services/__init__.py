@@ -32,7 +32,7 @@ from .errors import (
     WarningNotAcknowledged,
 )
 from .execution import EXECUTABLE, runnable_calls, toolcall_claim, toolcall_execute
-from .gate import ProposedCall, step_record
+from .gate import ProposedCall, model_reply_record, step_record
 from .leases import Renewing, lease_lapse, lease_renew, leases_lapse
 from .outcomes import toolcall_settle
 from .previews import toolcall_edit_changes, toolcall_preview
@@ -80,6 +80,7 @@ __all__ = [
     "Renewing",
     "leases_lapse",
     "message_append",
+    "model_reply_record",
     "request_resume",
     "run_begin_turn",
     "run_cancel",

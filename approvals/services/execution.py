@@ -4,12 +4,12 @@ import logging
 from dataclasses import dataclass, field
 
 from django.db import transaction
-from django.db.models import Prefetch, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from .. import audit, live, policy, policy_snapshot
 from ..hashing import args_hash
-from ..models import Decision, ToolCall
+from ..models import ToolCall
 from ..planted import planted
 from ..text import edit_summary
 from ..tools import ArgumentsInvalid, Ask, Tool, ToolContext, registry
@@ -132,15 +132,14 @@ def _return_to_queue(call: ToolCall, back: Return) -> None:
     live.call_changed(call.pk)
 
 
-RUNNABLE = (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING)
 EXECUTABLE = (ToolCall.Kind.CALL, ToolCall.Kind.CHECKPOINT)  # what runs a tool body once approved
 
 
 def runnable_calls(**where) -> QuerySet[ToolCall]:
     """Approved (or abandoned executing) calls as toolcall_execute(loaded=True) takes them: with their run and
     decisions, read in two statements however many there are."""
-    decisions = Prefetch("decisions", queryset=Decision.objects.select_related("reviewer"))
-    return ToolCall.objects.filter(status__in=RUNNABLE, **where).select_related("run").prefetch_related(decisions)
+    calls = ToolCall.objects.filter(status__in=ToolCall.RUNNABLE, **where).select_related("run")
+    return calls.prefetch_related(ToolCall.decisions_prefetch())
 
 
 def toolcall_execute(*, call: ToolCall, loaded: bool = False) -> bool:

@@ -39,40 +39,43 @@ ID_LENGTH = ToolCall._meta.get_field("call_id").max_length
 NAME_LENGTH = ToolCall._meta.get_field("tool_name").max_length
 
 
-def step_record(
-    *,
-    run: Run,
-    content: str,
-    calls: list[ProposedCall],
-    turn: int | None = None,
-    transcript: list[Message] | None = None,
-    ends: bool = False,
-    claim_next: bool = False,
-    run_read_only: bool = False,
-) -> Message | None:
-    """Store the assistant's message and put each of its tool calls through the gate, in one transaction.
+def step_record(*, run: Run, content: str, calls: list[ProposedCall]) -> Message:
+    """Store a step proposed for the run from outside the model loop (a remote or AG-UI agent, a checkpoint, a
+    practice call): the message and each of its calls through the gate, in one transaction.
 
-    Policy, descriptions and facts are worked out before it, outside any lock, and so,
-    with `run_read_only`, are the read-only calls policy runs at once (they change
-    nothing; the others are executed after the commit, claimed one by one). With `turn`,
-    only while that model turn is still the caller's: a turn the sweep gave to another
-    worker after its lease ran out, or a run cancelled meanwhile, records nothing and
-    returns None. The loop passes the `transcript` it read (for the next sequence
-    number and the ids in use), `ends` (a reply without calls completes the run) and
-    `claim_next` (take the next model turn in the same commit when the step is answered).
+    Policy, descriptions and facts are worked out before it, outside any lock. Nothing runs here: calls policy
+    approves (read-only ones too) are executed after the commit, claimed one by one, by whoever advances the run.
     """
+    return _record(run=run, content=content, calls=calls, turn=None, transcript=None)
+
+
+def model_reply_record(
+    *, run: Run, turn: int, transcript: list[Message], content: str, calls: list[ProposedCall]
+) -> Message | None:
+    """Store the model's reply to the run's model `turn` (agents/loop.py) as one step, in one transaction.
+
+    As step_record(), and besides: the read-only calls policy runs at once are run before the transaction (they
+    change nothing); a reply without calls completes the run; a step whose every call has an output claims the
+    next model turn in the same commit. Only while `turn` is still the caller's: a turn the sweep gave to another
+    worker after its lease ran out, or a run cancelled meanwhile, records nothing and returns None. `transcript`
+    is what the model read (for the next sequence number and the ids in use).
+    """
+    return _record(run=run, content=content, calls=calls, turn=turn, transcript=transcript)
+
+
+def _record(
+    *, run: Run, content: str, calls: list[ProposedCall], turn: int | None, transcript: list[Message] | None
+) -> Message | None:
     used = None if transcript is None else {c["id"] for m in transcript for c in m.tool_calls}
     proposals = _storable_calls(run, calls, used)
     rules = policy.rules_for({p.name for p, _ in proposals})
     reasoning = storable.escape(content)
     gated = [_gate(run, reasoning, proposed, problem, rules) for proposed, problem in proposals]
-    for item in gated if run_read_only else ():
+    for item in gated if turn is not None else ():  # the model's reply (model_reply_record)
         if item.call.status == ToolCall.Status.APPROVED and item.tool.tier == Tier.READ_ONLY:
             _run_now(run, item)
     next_seq = None if transcript is None else transcript[-1].seq + 1
-    return step_store(
-        run=run, turn=turn, content=reasoning, gated=gated, next_seq=next_seq, ends=ends, claim_next=claim_next
-    )
+    return step_store(run=run, turn=turn, content=reasoning, gated=gated, next_seq=next_seq)
 
 
 def _storable_calls(run: Run, calls: list[ProposedCall], used: set[str] | None) -> list[tuple[ProposedCall, str]]:

@@ -47,13 +47,14 @@ def run_tool_body(call: ToolCall, tool: Tool, args, context: ToolContext) -> tup
         return ToolCall.Status.FAILED, f"Error: {call.tool_name} failed: {exc}"
 
 
-def _run_fields(run: Run, gated: list[Gated], *, ends: bool, claim_next: bool) -> dict:
-    """What the step changes on the run: the turn is over, the run completes, or the next turn is claimed."""
+def _run_fields(run: Run, gated: list[Gated], *, model_reply: bool) -> dict:
+    """What the step changes on the run: the turn is over, and for the model's reply the run completes (no calls)
+    or the next turn is claimed (every call has its output)."""
     now = timezone.now()
     fields = {"thinking": False, "updated_at": now}
-    if ends and not gated:
+    if model_reply and not gated:
         fields |= {"status": Run.Status.COMPLETED, "finished_at": now, "last_error": ""}
-    elif claim_next and gated and all(g.call.output_recorded for g in gated) and run.step_count < run.max_steps:
+    elif model_reply and gated and all(g.call.output_recorded for g in gated) and run.step_count < run.max_steps:
         fields |= {"thinking": True, "status": Run.Status.RUNNING, "step_count": run.step_count + 1}
     return fields
 
@@ -92,11 +93,12 @@ def _transcript_rows(run: Run, content: str, gated: list[Gated], seq: int) -> tu
 
 
 @transaction.atomic
-def step_store(
-    *, run: Run, turn: int | None, content: str, gated: list[Gated], next_seq: int | None, ends: bool, claim_next: bool
-) -> Message | None:
-    """Store one reply: about six statements (run, chain head, messages, calls, trail, head), one transaction."""
-    fields = _run_fields(run, gated, ends=ends, claim_next=claim_next)
+def step_store(*, run: Run, turn: int | None, content: str, gated: list[Gated], next_seq: int | None) -> Message | None:
+    """Store one step: about six statements (run, chain head, messages, calls, trail, head), one transaction.
+
+    With `turn`, the step is the model's reply to that turn (services.model_reply_record), stored only while the
+    turn is still the caller's."""
+    fields = _run_fields(run, gated, model_reply=turn is not None)
     runs = Run.objects.filter(pk=run.pk)
     if turn is not None:
         runs = runs.filter(step_count=turn, thinking=True, status__in=Run.ACTIVE)

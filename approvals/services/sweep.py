@@ -52,7 +52,7 @@ def _quiet(now: datetime) -> QuerySet[Run]:
     waiting_for_a_person = Q(status=Run.Status.WAITING) & calls(
         ToolCall.Status.PENDING, ToolCall.Status.OUTCOME_UNKNOWN
     )
-    busy = calls(ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING)
+    busy = calls(*ToolCall.RUNNABLE)
     return Run.objects.filter(thinking=False, updated_at__lt=cutoff).exclude(busy | recent | waiting_for_a_person)
 
 
@@ -138,7 +138,7 @@ def unreported_calls(*, now: datetime | None = None) -> QuerySet[ToolCall]:
     flagged = AuditEvent.objects.filter(tool_call=OuterRef("pk"), kind=AuditEvent.Kind.UNREPORTED)
     calls = ToolCall.objects.filter(
         run__advanced_by=Run.AdvancedBy.REMOTE,
-        status__in=(ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING),
+        status__in=ToolCall.RUNNABLE,
         created_at__lt=cutoff,
     ).exclude(kind=ToolCall.Kind.TURN)  # a decided turn has nothing to execute or report: the agent applies it
     return calls.exclude(Exists(decided)).exclude(Exists(flagged))

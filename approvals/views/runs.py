@@ -30,7 +30,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     unreported = AuditEvent.objects.filter(tool_call=OuterRef("pk"), kind=AuditEvent.Kind.UNREPORTED)
     calls = list(
         run.tool_calls.select_related("review_group")
-        .prefetch_related("decisions__reviewer")
+        .prefetch_related(ToolCall.decisions_prefetch())
         .annotate(flagged_unreported=Exists(unreported))
         .order_by("created_at", "id")
     )
@@ -43,9 +43,12 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "messages_": transcript,
         "turns_answered": sum(1 for m in transcript if m.role == Message.Role.ASSISTANT),
         "calls": calls,
-        "can_act": access.can_act_on_run(request.user, run)[0],
         "stall": services.run_stall(run=run),
     }
+    can_act = access.can_act_on_run(request.user, run)[0]
+    context["can_retry"] = can_act and run.status == Run.Status.FAILED
+    context["can_cancel"] = can_act and run.is_active
+    context["model_thinking"] = run.thinking and not context["stall"]  # a stalled turn says so instead
     if request.htmx and request.GET.get("fragment") == "body":
         return render(request, "approvals/run.html#body", context)
     return render(request, "approvals/run.html", context)

@@ -28,7 +28,6 @@ from ..declared import adapter_for, draft_problem
 from ..errors import Conflict, Invalid, NotFound, invalid_fields
 from ..models import DeclaredTool, RemoteAgent, RemoteCall, Thread
 
-RUNNABLE = (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING)
 REPORTED = (ToolCall.Status.EXECUTED, ToolCall.Status.FAILED)
 
 
@@ -165,7 +164,7 @@ def _check_key(call: ToolCall, key: str, *, reporting: bool = False) -> None:
             "(it ran, run it now, or fail the run). Do not run it again.",
             {"status": [call.status]},
         )
-    reportable = (*RUNNABLE, *REPORTED, ToolCall.Status.OUTCOME_UNKNOWN) if reporting else (*RUNNABLE, *REPORTED)
+    reportable = (*ToolCall.RUNNABLE, *REPORTED, *((ToolCall.Status.OUTCOME_UNKNOWN,) if reporting else ()))
     if call.status not in reportable or call.approved_arguments is None:
         raise Conflict(f"This call is {call.status}, not approved: it must not be executed.")
     if not hmac.compare_digest(key.encode(), execution_key(call).encode()):
