@@ -245,7 +245,7 @@ TOOLS_QUEUE = env_str("CELERY_TOOLS_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-tools"
 # the model (approvals/services/runs.py turn_renew); a turn whose worker went quiet this long is taken over by
 # the sweep. A claim on a tool's execution holds for EXECUTION_LEASE_SECONDS and its claimer renews it while
 # the body runs (approvals/services/leases.py).
-TURN_LEASE_SECONDS = env_int("TURN_LEASE_SECONDS", 15)
+TURN_LEASE_SECONDS = env_int("TURN_LEASE_SECONDS", 10)
 EXECUTION_LEASE_SECONDS = env_int("EXECUTION_LEASE_SECONDS", 6)
 # The sweep: how often it runs, how long an approved call or an idle run may sit before it is
 # resumed, and after how many resumptions without progress the run is failed with the reason.

@@ -30,11 +30,10 @@ from shop.models import Customer, Order, Refund
 
 from .stack import Processes, start_worker
 
-# The execution lease and the sweep as the defaults have them (a claim renewed while the tool runs, so a dead
-# worker's claim lapses within EXECUTION_LEASE_SECONDS); the turn lease short enough that a trial settles in
-# seconds, yet longer than a model turn (2 × 5 s).
+# The leases and the sweep as the defaults have them (a claim, on a model turn or an execution, renewed while the
+# model or the tool runs, so a dead worker's claim lapses within its lease).
 TIMINGS = {
-    "TURN_LEASE_SECONDS": "15",
+    "TURN_LEASE_SECONDS": "10",
     "EXECUTION_LEASE_SECONDS": "6",
     "SWEEP_GRACE_SECONDS": "10",
     "SWEEP_INTERVAL_SECONDS": "3",

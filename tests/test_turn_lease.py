@@ -1,6 +1,6 @@
 """A model turn's claim is a lease its worker renews while it waits for the model: a turn longer than the lease
 keeps its claim (nobody takes it over, its reply is recorded), and a worker that stops renewing loses it within
-the lease, so a worker killed mid-turn is recovered in seconds (TURN_LEASE_SECONDS, 15 by default)."""
+the lease, so a worker killed mid-turn is recovered in seconds (TURN_LEASE_SECONDS, 10 by default)."""
 
 import time
 from datetime import timedelta
