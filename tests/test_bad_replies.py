@@ -129,7 +129,7 @@ def test_any_failure_while_advancing_a_run_leaves_it_failed_with_the_reason(make
     def explode(**kwargs):
         raise RuntimeError("the disk is full")
 
-    monkeypatch.setattr(services, "step_record", explode)
+    monkeypatch.setattr(services, "model_reply_record", explode)
     run = make_run("Order A-1001 arrived broken. Please refund $40.")
     assert run.status == Run.Status.FAILED and not run.thinking
     assert run.last_error == "The run stopped on an unexpected error: RuntimeError: the disk is full"
@@ -138,7 +138,7 @@ def test_any_failure_while_advancing_a_run_leaves_it_failed_with_the_reason(make
 
 def test_a_failed_run_can_be_retried_after_an_unexpected_error(make_run, model, monkeypatch, requester, reviewer):
     with monkeypatch.context() as patch:
-        patch.setattr(services, "step_record", lambda **kwargs: 1 / 0)
+        patch.setattr(services, "model_reply_record", lambda **kwargs: 1 / 0)
         run = make_run("Look up order A-1002.")
     assert run.status == Run.Status.FAILED
     services.run_retry(run=run, user=requester)

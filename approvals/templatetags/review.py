@@ -45,6 +45,15 @@ def verdict_label(decision, kind: str) -> str:
 
 
 @register.filter
+def decided_label(call, decision) -> str:
+    """`{{ call|decided_label:decision }}`: "Approved by alice" (the verdict as its kind's card names it), or the
+    call's status when no person decided it (expired, cancelled)."""
+    if decision is None:
+        return call.get_status_display()
+    return f"{decision.label_for(call.kind)} by {decision.reviewer_label}"
+
+
+@register.filter
 def count_label(count) -> str:
     """A count of pending calls: "12", or "1,000+" past triage.COUNT_CAP."""
     return triage.count_label(int(count or 0))
