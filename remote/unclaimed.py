@@ -20,8 +20,13 @@ NOT_CLAIMED = AuditEvent.Kind.NOT_CLAIMED
 
 
 def approval_read(call: ToolCall) -> None:
-    """The agent just read this call: if it is approved and not read since its last claim, say when."""
+    """The agent just read this call: if it is approved and not read since its last claim, say when. `call` as
+    the agent API reads it (remote.services.agent_call: its RemoteCall with it), so a poll of a call already
+    stamped writes nothing."""
     if call.status != ToolCall.Status.APPROVED:
+        return
+    read_at = call.remote.approval_read_at
+    if read_at is not None and (call.claimed_at is None or read_at >= call.claimed_at):
         return
     since_claim = Q(approval_read_at__isnull=True) | Q(approval_read_at__lt=F("tool_call__claimed_at"))
     RemoteCall.objects.filter(since_claim, pk=call.pk).update(approval_read_at=timezone.now())
