@@ -291,10 +291,10 @@ def reviewer_load(window: Window) -> list[ReviewerLoad]:
 
 
 @dataclass(frozen=True)
-class ShadowAgreement:
-    name: str
-    tool: str
-    outcome: str
+class Agreement:
+    """How a shadow rule did (PolicyRule.shadow_counts): the calls it matched, how many of them people decided,
+    how often it would have decided as they did."""
+
     matched: int
     compared: int
     agreed: int
@@ -302,6 +302,13 @@ class ShadowAgreement:
     @property
     def percent(self) -> int | None:
         return round(100 * self.agreed / self.compared) if self.compared else None
+
+
+@dataclass(frozen=True)
+class ShadowAgreement(Agreement):
+    name: str
+    tool: str
+    outcome: str
 
 
 def shadow_agreement(window: Window) -> list[ShadowAgreement]:
@@ -320,7 +327,8 @@ def shadow_agreement(window: Window) -> list[ShadowAgreement]:
         )
         .order_by("tool", "name")
     )
-    return [ShadowAgreement(r["name"], r["tool"], r["outcome"], r["matched"], r["compared"], r["agreed"]) for r in rows]
+    fields = ("name", "tool", "outcome", "matched", "compared", "agreed")
+    return [ShadowAgreement(**{field: row[field] for field in fields}) for row in rows]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from django.db.models import Max
 
 from .. import learned
 from ..access import can_add_learned_rule
-from ..insight import Window
+from ..insight import Agreement, Window
 from ..models import PolicyRule, PolicyStamp, ShadowResult, ToolCall
 from ..policy import RuleError, rule_matches, rule_number
 from .errors import RuleAlreadyAdded, RuleNotProposed, require
@@ -53,16 +53,9 @@ def shadow_replay(*, rule: PolicyRule, window: Window) -> dict[str, int]:
 
 
 @dataclass(frozen=True)
-class Added:
+class Added(Agreement):
     rule: PolicyRule
     proposal: learned.Proposal
-    matched: int
-    compared: int
-    agreed: int
-
-    @property
-    def percent(self) -> int | None:
-        return round(100 * self.agreed / self.compared) if self.compared else None
 
     @property
     def agreement(self) -> str:
@@ -112,7 +105,7 @@ def learned_rule_add(*, user, window: Window, tool: str, field: str, value: str)
         change_message=f"Added in shadow mode from Insight: {proposal.sentence}",
         single_object=True,
     )
-    return Added(rule, proposal, **counts)
+    return Added(rule=rule, proposal=proposal, **counts)
 
 
 def _posted_number(value: str):
