@@ -118,12 +118,21 @@ def main() -> None:
         reviewer = users.get(pk=reviewer.pk)
         done = decide_all(reviewer, queue(requester, args.real, args.every), approves)
         row = next(r for r in catch_rates(Window.default(), "reviewer") if r.label == name)
-        low, high = row.interval
-        results.append({"reviewer": name, "caught": row.caught, "planted": row.planted, "rate": row.rate} | done)
-        results[-1] |= {"interval": [round(low, 3), round(high, 3)]}
+        results.append(result_of(name, row, done))
     if args.json:
         print(json.dumps(results, indent=2))
         return
+    print_results(results)
+
+
+def result_of(name: str, row, done: dict) -> dict:
+    """One reviewer's figures: their catch-rate row (practice.insight.CatchRow) and what they did with real calls."""
+    low, high = row.interval
+    result = {"reviewer": name, "caught": row.caught, "planted": row.planted, "rate": row.rate} | done
+    return result | {"interval": [round(low, 3), round(high, 3)]}
+
+
+def print_results(results: list[dict]) -> None:
     print(
         f"{'reviewer':<20} {'caught/planted':>14} {'rate':>6} {'95% Wilson':>13} {'real approved':>14} {'rejected':>9}"
     )

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.catch_rate import fresh_database, queue  # noqa: E402
+from bench.catch_rate import fresh_database, print_results, queue, result_of  # noqa: E402
 from bench.common import setup_django  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/reviewhub_bench_catch_browser"
@@ -123,14 +123,7 @@ def main() -> None:
         server.terminate()
         server.wait(timeout=10)
     rows = {row.label: row for row in catch_rates(Window.default(), "reviewer")}
-    results = [(name, rows[name], done[name]) for name in reviewers]
-    print(
-        f"{'reviewer':<20} {'caught/planted':>14} {'rate':>6} {'95% Wilson':>13} {'real approved':>14} {'rejected':>9}"
-    )
-    for name, row, done in results:
-        low, high = row.interval
-        line = f"{name:<20} {row.caught:>6}/{row.planted:<7} {row.rate:>6.0%} {f'{low:.0%}–{high:.0%}':>13}"
-        print(f"{line} {done['real_approved']:>14} {done['real_rejected']:>9}")
+    print_results([result_of(name, rows[name], done[name]) for name in reviewers])
 
 
 if __name__ == "__main__":
