@@ -4,19 +4,17 @@ shop (examples/mcp_shop_server.py), its refunds reviewed in ReviewHub's queue an
 import getpass
 import os
 import signal
-import sys
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from mcp.client.stdio import StdioServerParameters
 
 from approvals import services
 from approvals.models import ToolCall
 from approvals.services import leases
 from gateway import services as gateway_services
 
-from .mcpgateway import ROOT, McpClient, gateway_env, refunds, shop_gateway, shop_processes
+from .mcpgateway import McpClient, refunds, shop_gateway, shop_processes
 from .reviewing import decide
 from .waiting import wait_for
 
@@ -28,15 +26,6 @@ REFUND = {"order_id": "A-1001", "amount": 490, "reason": "arrived broken"}
 @pytest.fixture
 def gateway(tmp_path):
     return shop_gateway("shopgw")
-
-
-@pytest.fixture
-def stdio(gateway, tmp_path):
-    """The gateway's command as an MCP client starts it (with the tests' database and the shop's file)."""
-    env = gateway_env(tmp_path)
-    return StdioServerParameters(
-        command=sys.executable, args=["manage.py", "mcp_gateway", gateway.name], env=env, cwd=str(ROOT)
-    )
 
 
 def pending_call() -> ToolCall:

@@ -12,31 +12,12 @@ from approvals.models import ToolCall
 from remote import services as remote_services
 from remote.tokens import token_create
 
-from .mcpgateway import ROOT, SHOP_SERVER, McpClient, gateway_env, http_transport, refunds, shop_gateway
+from .mcpgateway import ROOT, McpClient, gateway_env, http_transport, refunds
 from .reviewing import decide, post
-from .stack import Processes, free_port, wait_for_http
 from .test_mcp_gateway import REFUND, pending_call
 from .waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def served(tmp_path):
-    """The shop on its own port and ReviewHub's ASGI application (uvicorn) with the gateway `shophttp` before it:
-    (the gateway's MCP URL, a token of its agent)."""
-    processes = Processes(gateway_env(tmp_path))
-    shop_port, port = free_port(), free_port()
-    shop = processes.start(str(SHOP_SERVER), "--http", "--port", str(shop_port), log_name="mcp-shop-http")
-    web = processes.start("-m", "uvicorn", "reviewhub.asgi:application", "--port", str(port), log_name="mcp-web")
-    try:
-        wait_for_http(f"http://127.0.0.1:{shop_port}/mcp", process=shop)
-        wait_for_http(f"http://127.0.0.1:{port}/mcp/", process=web)
-        gateway = shop_gateway("shophttp", url=f"http://127.0.0.1:{shop_port}/mcp")
-        _, token = token_create(agent=gateway.agent)
-        yield f"http://127.0.0.1:{port}/mcp/shophttp/", token
-    finally:
-        processes.stop()
 
 
 def test_over_http_a_request_without_a_token_of_the_gateways_agent_is_refused(served):

@@ -4,12 +4,10 @@ own client with the extension declared: a reviewed call answers at once with a t
 withdraws a call nobody decided. A client without the extension keeps the waiting tools/call."""
 
 import asyncio
-import sys
 from typing import Literal
 
 import pytest
 from mcp.client.extension import ClientExtension, ResultClaim
-from mcp.client.stdio import StdioServerParameters
 from mcp.types import (
     CallToolResult,
     CancelTaskRequest,
@@ -22,8 +20,9 @@ from pydantic import TypeAdapter
 
 from approvals.models import AuditEvent, ToolCall
 
-from .mcpgateway import ROOT, McpClient, gateway_env, refunds, shop_gateway
+from .mcpgateway import McpClient, http_transport, refunds, shop_gateway
 from .reviewing import decide
+from .test_mcp_gateway import pending_call
 from .waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -66,17 +65,9 @@ async def get_task(session, task_id: str) -> dict:
 
 
 @pytest.fixture
-def stdio(tmp_path):
-    gateway = shop_gateway("shoptasks", answer_after=2)
-    env = gateway_env(tmp_path)
-    return StdioServerParameters(
-        command=sys.executable, args=["manage.py", "mcp_gateway", gateway.name], env=env, cwd=str(ROOT)
-    )
-
-
-def pending() -> ToolCall:
-    assert wait_for(lambda: ToolCall.objects.filter(status=ToolCall.Status.PENDING).exists(), timeout=30)
-    return ToolCall.objects.get(status=ToolCall.Status.PENDING)
+def gateway():
+    """The gateway of the `stdio` fixture (tests/mcpgateway.py): a short answer-after, for the client without tasks."""
+    return shop_gateway("shoptasks", answer_after=2)
 
 
 def test_a_reviewed_call_is_a_task_working_while_it_waits_then_completed_with_the_result_once(
@@ -85,7 +76,7 @@ def test_a_reviewed_call_is_a_task_working_while_it_waits_then_completed_with_th
     tasks = Tasks()
     with McpClient(stdio, extensions=[tasks]) as mcp:
         later = mcp.call_tool_later("refund", REFUND)
-        call = pending()
+        call = pending_call()
         assert wait_for(lambda: len(tasks.seen) >= 2, timeout=30)  # polled while it waits: no error, no timeout
         decide(call, reviewer, "approve")
         result = later.result(60)
@@ -103,7 +94,7 @@ def test_a_rejected_call_completes_as_a_tool_error_with_the_reason(stdio, review
     tasks = Tasks()
     with McpClient(stdio, extensions=[tasks]) as mcp:
         later = mcp.call_tool_later("refund", REFUND)
-        decide(pending(), reviewer, "reject", reason="Not for this order")
+        decide(pending_call(), reviewer, "reject", reason="Not for this order")
         result = later.result(60)
 
     assert result.is_error and "Not for this order" in result.content[0].text
@@ -141,30 +132,13 @@ def test_a_client_without_the_extension_keeps_the_waiting_call(stdio):
     assert ToolCall.objects.get().status == ToolCall.Status.PENDING
 
 
-def test_over_streamable_http_the_same_task_is_polled_and_completes_once(tmp_path, reviewer):
-    from remote.tokens import token_create
-
-    from .mcpgateway import SHOP_SERVER, http_transport
-    from .stack import Processes, free_port, wait_for_http
-
-    processes = Processes(gateway_env(tmp_path))
-    shop_port, port = free_port(), free_port()
-    shop = processes.start(str(SHOP_SERVER), "--http", "--port", str(shop_port), log_name="mcp-shop-tasks")
-    web = processes.start("-m", "uvicorn", "reviewhub.asgi:application", "--port", str(port), log_name="mcp-tasks")
-    try:
-        wait_for_http(f"http://127.0.0.1:{shop_port}/mcp", process=shop)
-        wait_for_http(f"http://127.0.0.1:{port}/mcp/", process=web)
-        gateway = shop_gateway("shoptaskshttp", url=f"http://127.0.0.1:{shop_port}/mcp")
-        _, token = token_create(agent=gateway.agent)
-        tasks = Tasks()
-        with McpClient(
-            http_transport(f"http://127.0.0.1:{port}/mcp/{gateway.name}/", token), extensions=[tasks]
-        ) as mcp:
-            later = mcp.call_tool_later("refund", REFUND)
-            decide(pending(), reviewer, "approve")
-            result = later.result(60)
-    finally:
-        processes.stop()
+def test_over_streamable_http_the_same_task_is_polled_and_completes_once(served, reviewer):
+    url, token = served
+    tasks = Tasks()
+    with McpClient(http_transport(url, token), extensions=[tasks]) as mcp:
+        later = mcp.call_tool_later("refund", REFUND)
+        decide(pending_call(), reviewer, "approve")
+        result = later.result(60)
 
     assert not result.is_error and tasks.created and tasks.seen[-1]["status"] == "completed"
     assert ToolCall.objects.get().status == ToolCall.Status.EXECUTED
