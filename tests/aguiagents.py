@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from agents.services import run_start
 from agui.models import AguiAgent
 from agui.services import agent_save, run_advance
+from approvals import services
 from tests.stack import ROOT, Processes, free_port, wait_for_http
 
 REQUEST = "Order A-1001 arrived broken. Please refund $490."
@@ -84,3 +86,18 @@ def advance(run, limit: int = 10) -> None:
             run.refresh_from_db()
             return
     pytest.fail("the run kept asking to be taken further")
+
+
+def start(agent_name: str, requester, model, *replies, request: str = REQUEST):
+    """A run of the AG-UI agent `agent_name` on `request`, its model scripted with `replies`, taken as far as it
+    goes."""
+    model.script(*replies)
+    run = run_start(agent_name=agent_name, request=request, requested_by=requester)
+    advance(run)
+    return run
+
+
+def decide(call, reviewer, verdict: str, **fields) -> None:
+    """A reviewer's decision on the call as it stands now (its hash read again: the stream may have moved it)."""
+    call.refresh_from_db()
+    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict=verdict, shown_hash=call.review_hash, **fields)

@@ -17,12 +17,10 @@ from ag_ui.core import (
     UserMessage,
 )
 
-from agents.services import run_start
 from agui.conversation import Conversation
-from approvals import services
 from approvals.models import Message, Run, ToolCall
 
-from .aguiagents import REQUEST, advance, declare, refund_call, serve
+from .aguiagents import REQUEST, advance, decide, declare, refund_call, serve, start
 
 live = pytest.mark.django_db(transaction=True)
 
@@ -40,15 +38,7 @@ def adk(adk_server, model, roles):
 
 
 def started(requester, *replies, model) -> Run:
-    model.script(*replies)
-    run = run_start(agent_name="refunds-adk", request=REQUEST, requested_by=requester)
-    advance(run)
-    return run
-
-
-def decide(call: ToolCall, reviewer, verdict: str, **fields) -> None:
-    call.refresh_from_db()
-    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict=verdict, shown_hash=call.review_hash, **fields)
+    return start("refunds-adk", requester, model, *replies)
 
 
 @live

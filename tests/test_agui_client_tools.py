@@ -17,12 +17,11 @@ from agents.services import run_start
 from agui.models import AguiAgent, ClientCall, Exchange
 from agui.services import agent_save, run_advance
 from agui.sweep import stalled_resume
-from approvals import services
 from approvals.models import Decision, Run, ToolCall
 from approvals.tools import registry
 from shop.models import Refund
 
-from .aguiagents import REFUND_TOOL, AgentServer, advance
+from .aguiagents import REFUND_TOOL, AgentServer, advance, decide, start
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -86,15 +85,7 @@ def refund(amount=49, call_id="call_refund_1") -> dict:
 
 
 def started(requester, model, *replies) -> Run:
-    model.script(*replies)
-    run = run_start(agent_name="helper", request=REQUEST, requested_by=requester)
-    advance(run)
-    return run
-
-
-def decide(call: ToolCall, reviewer, verdict: str, **fields) -> None:
-    call.refresh_from_db()
-    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict=verdict, shown_hash=call.review_hash, **fields)
+    return start("helper", requester, model, *replies, request=REQUEST)
 
 
 def final_answer(run: Run) -> str:

@@ -6,12 +6,10 @@ import threading
 
 import pytest
 
-from agents.services import run_start
 from agui.models import Exchange
-from approvals import services
 from approvals.models import Message, Run, ToolCall
 
-from .aguiagents import REQUEST, advance, declare, refund_call, serve
+from .aguiagents import REQUEST, advance, decide, declare, refund_call, serve, start
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,15 +27,7 @@ def lg(langgraph_server, model, roles):
 
 
 def started(requester, *replies, model) -> Run:
-    model.script(*replies)
-    run = run_start(agent_name="refunds-lg", request=REQUEST, requested_by=requester)
-    advance(run)
-    return run
-
-
-def decide(call: ToolCall, reviewer, verdict: str, **fields) -> None:
-    call.refresh_from_db()
-    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict=verdict, shown_hash=call.review_hash, **fields)
+    return start("refunds-lg", requester, model, *replies)
 
 
 def test_an_interrupt_before_the_refund_is_a_pending_card_with_our_description(lg, model, requester):

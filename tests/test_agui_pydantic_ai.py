@@ -10,7 +10,7 @@ from agui.services import run_advance
 from approvals import services
 from approvals.models import Run, ToolCall
 
-from .aguiagents import REQUEST, AgentServer, advance, declare, refund_call
+from .aguiagents import REQUEST, AgentServer, advance, decide, declare, refund_call, start
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,15 +31,7 @@ def pai(pydantic_server, model, roles):
 
 
 def started(requester, *replies, model) -> Run:
-    model.script(*replies)
-    run = run_start(agent_name="refunds-pai", request=REQUEST, requested_by=requester)
-    advance(run)
-    return run
-
-
-def decide(call: ToolCall, reviewer, verdict: str, **fields) -> None:
-    call.refresh_from_db()
-    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict=verdict, shown_hash=call.review_hash, **fields)
+    return start("refunds-pai", requester, model, *replies)
 
 
 def test_an_edit_resumes_the_pydantic_ai_agent_with_the_edited_arguments(pai, model, requester, reviewer):
