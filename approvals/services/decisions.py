@@ -226,6 +226,20 @@ def _apply(call: ToolCall, decision: Decision, approval: _Approval | None) -> No
     live.call_changed(call.pk)
 
 
+def _checked(call: ToolCall, reviewer, verdict: str, arguments, anyway: bool, proof, *, reason: str, guidance: str):
+    """What the decision amounts to, once checked: an approval (or edit) to count, None for a rejection."""
+    if call.kind == ToolCall.Kind.TURN:
+        raise NotAllowed("A model turn is decided with Continue, Add a note or Write the reply.")
+    _offered(call, verdict, guidance)
+    if verdict == Decision.Verdict.REJECT:
+        if not reason:
+            raise EditInvalid({"reason": ["A reason is required to reject; the agent will read it."]})
+        return None
+    if verdict in Decision.APPROVING:
+        return _approval(call, reviewer, verdict, arguments, anyway, proof)
+    raise DecisionError(f"Unknown decision {verdict!r}.")
+
+
 def toolcall_decide(
     *,
     call_id: int,
@@ -254,18 +268,8 @@ def toolcall_decide(
     _storable_texts(reason=reason, guidance=guidance)
     with transaction.atomic():
         call = _locked_pending(call_id, reviewer, shown_hash)
-        if call.kind == ToolCall.Kind.TURN:
-            raise NotAllowed("A model turn is decided with Continue, Add a note or Write the reply.")
-        _offered(call, verdict, guidance)
-        if verdict == Decision.Verdict.REJECT:
-            if not reason:
-                raise EditInvalid({"reason": ["A reason is required to reject; the agent will read it."]})
-            approval = None
-        elif verdict in Decision.APPROVING:
-            approval = _approval(call, reviewer, verdict, arguments, approve_anyway, proof)
-            verdict = approval.verdict
-        else:
-            raise DecisionError(f"Unknown decision {verdict!r}.")
+        approval = _checked(call, reviewer, verdict, arguments, approve_anyway, proof, reason=reason, guidance=guidance)
+        verdict = approval.verdict if approval else verdict
         decision = _store(call, approval, reviewer=reviewer, verdict=verdict, reason=reason, guidance=guidance)
         _audit(call, decision, approval, shown_hash, channel, proof)
         _apply(call, decision, approval)
