@@ -105,17 +105,23 @@ def seed_governance() -> None:
             "order": 20,
         },
     )
+    seed_tool_settings(senior)
+    seed_turn_rules()
+
+
+def seed_tool_settings(senior: Group) -> None:
+    """Refunds and emails wait at most an hour; an overdue refund goes to `senior` once; a refund a rule marks
+    high impact is approved with its amount typed."""
     ToolSetting.objects.get_or_create(
         tool_name="issue_refund",
         defaults={
             "timeout_minutes": 60,
             "on_expiry": ToolSetting.OnExpiry.ESCALATE,
             "escalate_to": senior,
-            "confirm_field": "amount",  # typed to approve a refund a rule marks high impact
+            "confirm_field": "amount",
         },
     )
     ToolSetting.objects.get_or_create(tool_name="send_email", defaults={"timeout_minutes": 60})
-    seed_turn_rules()
 
 
 def seed_practice() -> None:
