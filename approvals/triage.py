@@ -137,6 +137,24 @@ def group_title(*, count: int, tool: str, agent: str, band: str, more: bool = Fa
     return f"{what}{amount} from the {agent} agent"
 
 
+def similar_groups(facets: list[dict], *, more: bool) -> list[dict]:
+    """The similar-call groups of queue_facets' counts, largest first: pending calls (not model turns, questions or
+    checkpoints, decided one by one) of one tool, agent and amount band, two or more of them."""
+    similar: dict[tuple, int] = {}
+    for row in facets:
+        batchable = row.get("kind", "call") == "call" and row.get("status", "pending") == "pending"  # else one by one
+        if row["matched"] and row["tool_name"] != TURN_TOOL and batchable:
+            key = (row["tool_name"], row["run__agent"], row["band"])
+            similar[key] = similar.get(key, 0) + row["matched"]
+    return [
+        {"tool": tool, "agent": agent, "band": band, "count": count,
+         "title": group_title(count=count, tool=tool, agent=agent, band=band, more=more),
+         "query": f"tool={quote(tool, safe='/')}&agent={quote(agent, safe='/')}&band={band}"}
+        for (tool, agent, band), count in sorted(similar.items(), key=lambda item: (-item[1], item[0]))
+        if count > 1
+    ]  # fmt: skip
+
+
 def summarize(facets: list[dict], wanted: QueueFilter, *, full_page: bool = False) -> dict:
     """From queue_facets' counts: the totals, the choices of each filter, the similar-call groups, the pages.
 
@@ -145,19 +163,6 @@ def summarize(facets: list[dict], wanted: QueueFilter, *, full_page: bool = Fals
     total = sum(row["total"] for row in facets)  # at most COUNT_CAP + 1: the oldest pending calls
     matched = facets[0]["kept"] if facets else 0
     more = matched > COUNT_CAP
-    similar: dict[tuple, int] = {}
-    for row in facets:
-        batchable = row.get("kind", "call") == "call" and row.get("status", "pending") == "pending"  # else one by one
-        if row["matched"] and row["tool_name"] != TURN_TOOL and batchable:
-            key = (row["tool_name"], row["run__agent"], row["band"])
-            similar[key] = similar.get(key, 0) + row["matched"]
-    groups = [
-        {"tool": tool, "agent": agent, "band": band, "count": count,
-         "title": group_title(count=count, tool=tool, agent=agent, band=band, more=total > COUNT_CAP),
-         "query": f"tool={quote(tool, safe='/')}&agent={quote(agent, safe='/')}&band={band}"}
-        for (tool, agent, band), count in sorted(similar.items(), key=lambda item: (-item[1], item[0]))
-        if count > 1
-    ]  # fmt: skip
     pages = max(1, -(-min(matched, COUNT_CAP) // PAGE_SIZE), wanted.page if more else 1)
     has_next = full_page if more else wanted.page < pages
     shown = f"of {count_label(total)} pending match" if wanted.narrowed else "pending"
@@ -180,7 +185,7 @@ def summarize(facets: list[dict], wanted: QueueFilter, *, full_page: bool = Fals
             {row["review_group__name"] for row in facets if row["review_group__name"]}
             | ({wanted.group} if wanted.group not in ("", "-") else set())
         ),
-        "similar": groups[:8],
+        "similar": similar_groups(facets, more=total > COUNT_CAP)[:8],
         "page": min(wanted.page, pages),
         "pages": pages,
         "previous": wanted.query(page=wanted.page - 1) if wanted.page > 1 else None,
