@@ -1,6 +1,5 @@
 """tasks/get and tasks/cancel of MCP's tasks extension (gateway/tasks.py): a client polls a reviewed call's task."""
 
-import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
 from approvals.models import ToolCall
@@ -8,7 +7,16 @@ from approvals.models import ToolCall
 from . import services
 from .reviewed import DONE, claim_and_run, executed_result, refused_result
 from .runtime import Runtime, db
-from .tasks import EXTENSION, MISSING_CAPABILITY, WORKING, TaskParams, call_id_of, client_wants_tasks, task_fields
+from .tasks import (
+    EXTENSION,
+    MISSING_CAPABILITY,
+    WORKING,
+    TaskParams,
+    call_id_of,
+    client_wants_tasks,
+    task_fields,
+    task_not_found,
+)
 
 
 def _require_extension(ctx) -> None:
@@ -24,7 +32,7 @@ async def _read(ctx, params: TaskParams) -> tuple[Runtime, ToolCall]:
     try:
         return runtime, await db(services.call_read, call_id=call_id)
     except ToolCall.DoesNotExist:
-        raise MCPError(code=types.INVALID_PARAMS, message="Failed to retrieve task: Task not found") from None
+        raise task_not_found() from None
 
 
 async def _run_if_approved(runtime: Runtime, call: ToolCall) -> ToolCall:

@@ -60,8 +60,13 @@ def call_id_of(runtime: Runtime, value: str) -> int:
     except signing.BadSignature:
         data = None
     if not isinstance(data, dict) or data.get("gateway") != runtime.gateway.name:
-        raise MCPError(code=types.INVALID_PARAMS, message="Failed to retrieve task: Task not found")
+        raise task_not_found()
     return int(data["call"])
+
+
+def task_not_found() -> MCPError:
+    """SEP-2663's answer to a task id that names no task of this gateway's (forged, another's, or purged)."""
+    return MCPError(code=types.INVALID_PARAMS, message="Failed to retrieve task: Task not found")
 
 
 def _stamp(moment: datetime | None) -> str:
