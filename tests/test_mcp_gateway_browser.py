@@ -6,13 +6,12 @@ import pytest
 from .livestack import browser_login
 from .mcpgateway import McpClient, http_transport, refunds
 from .test_mcp_gateway import REFUND, pending_call
-from .test_mcp_gateway_http import served  # noqa: F401 (the gateway and the shop as real processes)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_a_reviewer_edits_a_gateway_refund_in_the_browser_and_the_upstream_sees_the_edit_once(
-    served,  # noqa: F811
+    served,
     reviewer,
     browser,
     tmp_path,
