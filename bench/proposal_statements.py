@@ -35,9 +35,9 @@ def parse_args():
 def requests(agent) -> list[tuple[str, callable]]:
     """(label, send) for each request measured, in the order they are sent."""
     from tests.agentapi import PROPOSAL
-    from tests.test_api_checkpoints import CHECKPOINT, REPLY_TOOL
-    from tests.test_api_questions import LOOKUP_TOOL, QUESTION
-    from tests.test_api_turns import TURN
+    from tests.remote.test_api_checkpoints import CHECKPOINT, REPLY_TOOL
+    from tests.remote.test_api_questions import LOOKUP_TOOL, QUESTION
+    from tests.remote.test_api_turns import TURN
 
     agent.declare()
     agent.declare("reply", **REPLY_TOOL)

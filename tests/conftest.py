@@ -11,7 +11,7 @@ from reviewhub import background
 from shop import demo_data
 from tests import stack, support
 from tests.agentapi import agent, other_agent, refund_agent  # noqa: F401 (the agent API's fixtures)
-from tests.mcpgateway import served, stdio  # noqa: F401 (the MCP gateway's fixtures)
+from tests.gateway.mcpgateway import served, stdio  # noqa: F401 (the MCP gateway's fixtures)
 
 
 class ScriptedModel:

@@ -1,0 +1,68 @@
+"""One render per distinct view of a call, for all the sockets of a process."""
+
+import pytest
+
+from approvals import access, fanout
+from tests.reviewing import propose
+
+pytestmark = pytest.mark.django_db
+
+REFUND = {"order_id": "A-1001", "amount": 45, "reason": "Item arrived damaged"}
+
+
+@pytest.fixture
+def call(run):
+    return propose(run, "issue_refund", REFUND)
+
+
+def test_the_panel_is_rendered_once_per_distinct_view(call, reviewer, reviewer2, requester, outsider, monkeypatch):
+    renders = []
+    real_render = fanout.render_to_string
+    monkeypatch.setattr(fanout, "render_to_string", lambda *a, **k: renders.append(a) or real_render(*a, **k))
+
+    messages = fanout.call_messages(call.pk, [reviewer.pk, reviewer2.pk, requester.pk, outsider.pk])
+
+    assert set(messages) == {reviewer.pk, reviewer2.pk, requester.pk}  # the outsider may not see it
+    assert len(renders) == 2  # one for the two who may decide, one for the requester
+    assert messages[reviewer.pk] == messages[reviewer2.pk]
+    assert 'data-can-decide="1"' in messages[reviewer.pk] and 'data-can-decide="0"' in messages[requester.pk]
+
+
+def test_who_sees_a_call_depends_on_groups_and_permissions_not_on_who_one_is(call, reviewer, requester):
+    """fanout asks visible_calls() once per permission group: this must hold for that."""
+    assert fanout._permission_group(reviewer) == fanout._permission_group(requester)
+    seen_by = [set(access.visible_calls(user).values_list("pk", flat=True)) for user in (reviewer, requester)]
+    assert seen_by[0] == seen_by[1] == {call.pk}  # requester requested the run; the rule for deciding is can_decide's
+
+
+@pytest.mark.django_db(transaction=True)
+def test_push_jobs_keep_one_database_connection_and_replace_a_broken_one(call, reviewer, settings):
+    import threading
+
+    from asgiref.sync import async_to_sync
+    from django.db import connection
+    from django.db.backends.signals import connection_created
+
+    settings.PUSH_CONN_MAX_AGE = 300
+    opened = []
+
+    def created(sender, connection, **kwargs):
+        if threading.current_thread().name.startswith("live-push"):
+            opened.append(connection)
+
+    connection_created.connect(created, weak=False, dispatch_uid="push-test")
+    try:
+        for _ in range(3):
+            assert reviewer.pk in async_to_sync(fanout._run_job)(call.pk, [reviewer.pk])
+        assert len(opened) == 1  # one connection for three pushes (with a web process's CONN_MAX_AGE 0: three)
+
+        with connection.cursor() as cursor:  # the database drops the push thread's connection
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        assert reviewer.pk in async_to_sync(fanout._run_job)(call.pk, [reviewer.pk])
+        assert len(opened) == 2  # checked before reuse, and replaced
+    finally:
+        connection_created.disconnect(dispatch_uid="push-test")
+        fanout.close_push_connection()

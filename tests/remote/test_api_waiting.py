@@ -1,0 +1,196 @@
+"""Long-polls: GET /api/v1/calls/{id}?wait= returns the moment a decision commits, whoever makes it."""
+
+import asyncio
+import threading
+
+import pytest
+from django.contrib.auth.models import Group
+from django.db import connections
+from django.test import Client
+
+from approvals import services
+from approvals.models import ToolCall
+from remote import waiting
+from tests.agentapi import AgentClient
+from tests.settings import reachable
+from tests.waiting import wait_for
+
+
+def _poll_in_thread(token: str, call_id: int, answers: list) -> threading.Thread:
+    def poll():
+        try:
+            client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+            answers.append(client.get(f"/api/v1/calls/{call_id}?wait=60").json())
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=poll)
+    thread.start()
+    return thread
+
+
+@pytest.fixture
+def poller(roles) -> AgentClient:
+    """An agent that has declared its refund tool (tier approval)."""
+    agent = AgentClient("poller")
+    agent.declare()
+    return agent
+
+
+@pytest.fixture
+def proposed(poller, django_user_model):
+    """An agent, a reviewer, and the agent's call waiting for review: (agent, reviewer, call)."""
+    agent = poller
+    reviewer = django_user_model.objects.create_user("alice")
+    reviewer.groups.add(*Group.objects.filter(name="reviewers"))
+    return agent, reviewer, ToolCall.objects.get(pk=agent.propose()["id"])
+
+
+def _waiting_poll(agent, call) -> tuple[list, threading.Thread]:
+    """A long-poll of 60 s on the call, once it waits: (the answers it got, its thread)."""
+    answers: list = []
+    thread = _poll_in_thread(agent.token, call.pk, answers)
+    assert wait_for(lambda: call.pk in waiting._waiters), "the long-poll never started waiting"
+    return answers, thread
+
+
+@pytest.fixture
+def polled(proposed, settings):
+    """A reviewer, and a pending call whose agent is waiting on it in a long-poll of 60 s: (reviewer, call,
+    the answers the poll got, its thread)."""
+    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120  # longer than the wait: only the wake-up can end it early
+    agent, reviewer, call = proposed
+    return reviewer, call, *_waiting_poll(agent, call)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_poll_returns_when_a_reviewer_decides(polled):
+    reviewer, call, answers, thread = polled
+    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+    thread.join(90)
+
+    assert answers and answers[0]["status"] == "approved"
+    assert answers[0]["decision"]["reviewer"] == "alice"
+    assert call.pk not in waiting._waiters
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_poll_returns_when_the_run_is_cancelled(polled):
+    reviewer, call, answers, thread = polled
+    services.run_cancel(run=call.run, user=reviewer)
+    thread.join(30)  # the poll waits 60 s: only the wake-up ends it within this ceiling
+
+    assert answers and answers[0]["status"] == "cancelled"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_poll_of_a_call_already_decided_returns_at_once(roles, django_user_model, settings):
+    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120
+    agent = AgentClient("poller")
+    agent.declare(tier="read_only")
+    call = agent.propose()
+
+    answer = agent.get(f"/calls/{call['id']}?wait=60").json()
+
+    assert answer["status"] == "approved"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_poll_that_times_out_returns_the_pending_call(poller):
+    call = poller.propose()
+
+    answer = poller.get(f"/calls/{call['id']}?wait=0.2").json()
+
+    assert answer["status"] == "pending" and answer["decision"] is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_redis_a_decision_wakes_the_long_poll_through_pub_sub(proposed, settings):
+    if not reachable("127.0.0.1", 6379):
+        pytest.skip("Redis is not reachable on 127.0.0.1:6379: this test needs it.")
+    settings.REDIS_URL = settings.REDIS_TEST_URL
+    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120
+    published = []
+    original = waiting._wake_here
+    agent, reviewer, call = proposed
+    answers: list = []
+
+    def heard(call_ids):  # what the listener hears from Redis
+        published.append(list(call_ids))
+        original(call_ids)
+
+    waiting._wake_here = heard
+    try:
+        thread = _poll_in_thread(agent.token, call.pk, answers)
+        assert wait_for(lambda: call.pk in waiting._waiters and waiting._listeners)
+        assert wait_for(lambda: _subscribed(settings.REDIS_TEST_URL)), "the listener never subscribed"
+        services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+        thread.join(90)
+    finally:
+        waiting._wake_here = original
+
+    assert answers and answers[0]["status"] == "approved"
+    assert any(call.pk in ids for ids in published)  # it came through Redis, not from this process directly
+
+
+def _subscribed(url: str) -> bool:
+    import redis
+
+    return bool(redis.Redis.from_url(url).pubsub_numsub(waiting.CHANNEL)[0][1])
+
+
+def _connections_to_this_database() -> int:
+    with connections["default"].cursor() as cursor:
+        cursor.execute(
+            "select count(*) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()"
+        )
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_waiting_long_poll_holds_no_database_connection(require_postgres, proposed, settings):
+    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120
+    agent, reviewer, call = proposed
+    answers, thread = _waiting_poll(agent, call)
+    released = wait_for(lambda: _connections_to_this_database() == 0)
+    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+    thread.join(90)
+
+    assert released, "the waiting long-poll kept its database connection open"
+    assert answers and answers[0]["status"] == "approved"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lost_wake_up_is_made_good_by_the_process_recheck(proposed, settings, monkeypatch):
+    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 0.3
+    monkeypatch.setattr(waiting, "wake", lambda call_ids: None)  # no decision wakes anyone
+    agent, reviewer, call = proposed
+    answers, thread = _waiting_poll(agent, call)
+    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+    thread.join(30)  # the poll waits 60 s: only the re-check ends it within this ceiling
+
+    assert answers and answers[0]["status"] == "approved"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_recheck_reads_every_call_the_process_waits_on_and_wakes_only_the_decided(poller, settings, monkeypatch):
+    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 0.2
+    decided, *pending = [poller.propose(thread_id=f"t-{i}", idempotency_key=f"k-{i}")["id"] for i in range(3)]
+    ToolCall.objects.filter(pk=decided).update(status=ToolCall.Status.APPROVED)
+    checked: list[list[int]] = []
+    original = waiting.decided_among
+
+    def decided_among(call_ids):
+        checked.append(sorted(call_ids))
+        return original(call_ids)
+
+    monkeypatch.setattr(waiting, "decided_among", decided_among)
+
+    async def wait_on_all():
+        async with waiting.Waiter(decided) as woken, waiting.Waiter(pending[0]) as a, waiting.Waiter(pending[1]) as b:
+            await asyncio.wait_for(woken.wait(), 20)
+            return a.is_set(), b.is_set()
+
+    assert asyncio.run(wait_on_all()) == (False, False)
+    assert checked[0] == sorted([decided, *pending])  # one query for the three waiting calls
