@@ -29,7 +29,7 @@ every push.
 
 This relies on one property of access.visible_calls(): which calls a user may
 see depends on their groups, permissions and flags, not on who they are
-(tests/test_live_fanout.py checks it). can_decide() may depend on anything.
+(tests/approvals/test_live_fanout.py checks it). can_decide() may depend on anything.
 """
 
 import asyncio

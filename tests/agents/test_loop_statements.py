@@ -52,7 +52,7 @@ def steps(monkeypatch):
     monkeypatch.setattr(llm, "complete", model)
     run = services.run_create(agent="orders", request="Take notes.")
     Run.objects.filter(pk=run.pk).update(max_steps=STEPS + 1)
-    policy_snapshot.current()  # a process reads its snapshot of policy once (tests/test_policy_snapshot.py)
+    policy_snapshot.current()  # a process reads its snapshot of policy once (tests/approvals/test_policy_snapshot.py)
     with CaptureQueriesContext(connection) as queries:
         loop.advance(run.pk)
     run.refresh_from_db()

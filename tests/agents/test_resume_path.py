@@ -52,7 +52,7 @@ def test_the_tools_task_does_not_run_an_approved_call_of_a_cancelled_run(make_ru
 
 def test_before_the_claim_the_call_and_its_decisions_are_read_once_and_policy_by_its_stamp(make_run, reviewer):
     call = approved(make_run, reviewer)
-    policy_snapshot.current()  # a process reads its policy once (tests/test_policy_snapshot.py)
+    policy_snapshot.current()  # a process reads its policy once (tests/approvals/test_policy_snapshot.py)
     with CaptureQueriesContext(connection) as queries:
         loop.advance(call.run_id, only=loop.TOOLS)
     sql = [q["sql"] for q in queries.captured_queries]

@@ -107,7 +107,7 @@ EXPECTED = {
     "admin/(?P<url>.*)$":                 admin_page(404, 404),
     "admin:auth_user_password_change":    admin_page(403, 200),
     "admin:approvals_auditevent_export":  admin_page(200, 200),
-    # the agent API: a token, never a session (tests/test_api_*.py try the tokens); its description is public
+    # the agent API: a token, never a session (tests/remote/test_api_*.py try the tokens); its description is public
     "api-v1:openapi-json":                (GET,  200,      200,   200,   200,   200,   200,   200),
     "api-v1:openapi-view":                (GET,  200,      200,   200,   200,   200,   200,   200),
     "api-v1:api-root":                    (GET,  404,      404,   404,   404,   404,   404,   404),
@@ -207,7 +207,7 @@ def socket_routes() -> list[Route]:
 def rule_for(route: Route) -> tuple:
     assert route.key in EXPECTED, (
         f"The route {route.key!r} ({route.pattern}) has no rule: add a row for it to EXPECTED in "
-        "tests/access_table.py saying what each role gets."
+        "tests/approvals/access_table.py saying what each role gets."
     )
     method, *outcomes = EXPECTED[route.key]
     return method, dict(zip(ROLES, outcomes, strict=True))

@@ -1,4 +1,4 @@
-"""Strategies for tests/test_fuzz.py: what a careless user, an attacker or a confused model might send."""
+"""Strategies for tests/approvals/test_fuzz.py: what a careless user, an attacker or a confused model might send."""
 
 import json
 from urllib.parse import quote

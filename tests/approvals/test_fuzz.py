@@ -10,7 +10,7 @@ FUZZ_EXAMPLES is the number of generated inputs in all, shared evenly among the 
 normal test command runs a sample (300 inputs); the full run, with the count and time
 of each target printed, is:
 
-    FUZZ_EXAMPLES=10000 python -m pytest tests/test_fuzz.py -s
+    FUZZ_EXAMPLES=10000 python -m pytest tests/approvals/test_fuzz.py -s
 """
 
 import logging

@@ -1,5 +1,5 @@
 """Two reviewers answering one question at once, a third declining it and the expiry: exactly one outcome, and
-the tool's output recorded once. Real threads, each with its own PostgreSQL connection (tests/test_races.py)."""
+the tool's output recorded once. Real threads, each with its own PostgreSQL connection (test_races.py)."""
 
 from collections import Counter
 from datetime import timedelta

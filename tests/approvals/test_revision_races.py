@@ -1,6 +1,6 @@
 """Two reviewers deciding a round-2 call at once end in one outcome, and the next proposal links to what won.
 
-Real threads, each with its own PostgreSQL connection, released together by a barrier (tests/test_races.py).
+Real threads, each with its own PostgreSQL connection, released together by a barrier (tests/approvals/test_races.py).
 """
 
 from collections import Counter

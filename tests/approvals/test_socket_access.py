@@ -100,7 +100,7 @@ async def test_a_requester_without_review_permission_watches_their_own_run(shop,
     assert await opens(f"/ws/runs/{run.pk}/", outsider)
 
 
-# --- every socket route × every role, against the table in tests/access_table.py --------------------
+# --- every socket route × every role, against the table in tests/approvals/access_table.py --------------------
 
 
 @pytest.mark.parametrize("route", socket_routes(), ids=lambda route: route.key)

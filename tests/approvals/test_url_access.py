@@ -1,4 +1,4 @@
-"""Every URL × every role, against the table in tests/access_table.py.
+"""Every URL × every role, against the table in tests/approvals/access_table.py.
 
 The URLs are read from the URL configuration, the admin's included: a URL with
 no row in the table fails here with a message naming it. Every role's request

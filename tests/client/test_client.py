@@ -1,4 +1,4 @@
-"""The Python client (client/, `reviewhub_client`) against a stand-in of the agent API (tests/fakehub.py) and
+"""The Python client (client/, `reviewhub_client`) against a stand-in of the agent API (tests/client/fakehub.py) and
 httpx's MockTransport: what it sends, how it reads answers and errors, and exactly-once execution.
 The end-to-end tests with the real server and the three frameworks are in test_frameworks.py."""
 

@@ -1,4 +1,4 @@
-"""What the client hands the model (against tests/fakehub.py): a tool's result as JSON, never Python's repr; the
+"""What the client hands the model (against tests/client/fakehub.py): a tool's result as JSON, never Python's repr; the
 reviewer's reason and guidance both when a call did not run; a reviewer's change to a whole number without ".0"."""
 
 import asyncio

@@ -1,6 +1,6 @@
 """Claims are leases, with real processes, for each framework adapter: ReviewHub (uvicorn, production settings,
 PostgreSQL) and the scripted model server as processes, and an agent process written the framework's usual way
-(tests/leased_agents/: LangGraph with HumanInTheLoopMiddleware in its default batched mode, the OpenAI Agents SDK
+(tests/client/leased_agents/: LangGraph with HumanInTheLoopMiddleware in its default batched mode, the OpenAI Agents SDK
 with needs_approval, Pydantic AI with tool_plain(requires_approval=True); plain tools, no call id). The agent is
 killed with SIGKILL after its claim and before the tool's effect, or after the effect and before its report, then
 started again. Nothing runs twice, nothing stays stuck: an idempotent tool (the refund, keyed by the execution

@@ -8,7 +8,7 @@ worker (its process group). A killed main process is started again at once. Each
 waits until every approved call has run and every run is completed, waiting for a person or
 failed with a reason.
 
-tests/test_reliability.py drives it with the other targets (tests/reliability_targets.py).
+tests/e2e/test_reliability.py drives it with the other targets (tests/e2e/reliability_targets.py).
 """
 
 import contextlib

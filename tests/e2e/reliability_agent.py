@@ -1,7 +1,7 @@
 """A remote agent process for the reliability harness, written as a user writes one: ReviewHub's client and a
-plain tool, nothing of ReviewHub's own code. tests/reliability_targets.py starts it and kills it with SIGKILL.
+plain tool, nothing of ReviewHub's own code. tests/e2e/reliability_targets.py starts it and kills it with SIGKILL.
 
-    python tests/reliability_agent.py CALL_ID TOOL DIR
+    python tests/e2e/reliability_agent.py CALL_ID TOOL DIR
 
 It waits for the call's decision (long-poll), then runs TOOL through execute_once. The tool records every attempt
 and its effect in DIR, keyed by the execution key ReviewHub gives it; "refund_once" is idempotent the way a

@@ -1,7 +1,7 @@
 """An MCP client process for the reliability harness, as a user's client is: the SDK's Client starting the stdio
 gateway (`manage.py mcp_gateway NAME`) with the environment in a JSON file, calling one tool once.
 
-    python tests/reliability_mcp_client.py SERVER_JSON TOOL ARGUMENTS_JSON
+    python tests/e2e/reliability_mcp_client.py SERVER_JSON TOOL ARGUMENTS_JSON
 
 SERVER_JSON holds StdioServerParameters' fields. It prints one JSON line: {"is_error", "text"} of the result, or
 {"failed": why} when the gateway went away.

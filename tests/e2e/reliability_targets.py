@@ -12,15 +12,15 @@ output; it is not: "not_run", so it runs now). The trial ends when the call is e
 has its result. It records the seconds from the kill until the call executed or its outcome unknown was shown,
 and until settled; and every effect the tool recorded for the call (a second one is a duplicate).
 
-- The remote agent (tests/reliability_agent.py): ReviewHub's client and a plain tool, against uvicorn; its tool
+- The remote agent (tests/e2e/reliability_agent.py): ReviewHub's client and a plain tool, against uvicorn; its tool
   alternates between one that is not idempotent ("refund") and one declared idempotent ("refund_once": a lapsed
   claim is released and claimed again with the same execution key, which the tool's effect is keyed by).
 - The gateway (`manage.py mcp_gateway NAME` over stdio, started by the SDK's client in
-  tests/reliability_mcp_client.py) in front of tests/reliability_upstream.py, whose refund records its effect by
+  tests/e2e/reliability_mcp_client.py) in front of tests/e2e/reliability_upstream.py, whose refund records its effect by
   the idempotency key the client gives it. The gateway process is killed, and the upstream process it started
   with it (orphaned, it would sit in the stopped tool).
 
-tests/reliability.py holds the third target, ReviewHub's own Celery workers; tests/test_reliability.py drives all.
+reliability.py holds the third target, ReviewHub's own Celery workers; test_reliability.py drives all.
 """
 
 import json

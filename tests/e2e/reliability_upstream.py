@@ -3,7 +3,7 @@ effect in EFFECTS_DIR keyed by the idempotency key its caller gives it (the `key
 so a call run twice shows as two effects. A file EFFECTS_DIR/hang-before-KEY (or hang-after-) makes the tool stop
 before (after) its effect, saying so with EFFECTS_DIR/at-before-KEY (at-after-), to be killed there.
 
-    python tests/reliability_upstream.py      # stdio, as the gateway starts it
+    python tests/e2e/reliability_upstream.py      # stdio, as the gateway starts it
 """
 
 import os

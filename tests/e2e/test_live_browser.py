@@ -71,7 +71,7 @@ def others_busy_in_the_database() -> int:
 @pytest.fixture(autouse=True)
 def replies_go_without_review(shop):
     """These tests are about calls pushed live, not about the support agent's reply to the customer (its checkpoint
-    has tests of its own, tests/test_checkpoint_*.py): a policy rule lets the reply go, and runs end as before."""
+    has tests of its own, tests/approvals/test_checkpoint*): a policy rule lets the reply go, and runs end as before."""
     PolicyRule.objects.create(name="Replies go", tool_name="reply_to_customer", outcome=PolicyRule.Outcome.RUN)
 
 

@@ -1,4 +1,4 @@
-"""A tool's question live, in real Chromium against a real ASGI server and Celery worker (tests/test_live_browser.py's
+"""A tool's question live, in real Chromium against a real ASGI server and Celery worker (test_live_browser.py's
 stack): it appears in every reviewer's queue without a reload, and one reviewer's answer reaches the other's pane."""
 
 import pytest

@@ -1,11 +1,11 @@
 """Whatever executes an approved call, killed with SIGKILL at random points, on PostgreSQL and Redis: ReviewHub's
-Celery workers (tests/reliability.py), a remote agent process and the stdio MCP gateway
-(tests/reliability_targets.py). Every approved call ends with exactly one effect, and everything settles
+Celery workers (tests/e2e/reliability.py), a remote agent process and the stdio MCP gateway
+(tests/e2e/reliability_targets.py). Every approved call ends with exactly one effect, and everything settles
 (calls executed, runs completed, waiting for a person or failed with a reason) within two minutes.
 
 The normal test command runs one kill of each target; the long run spreads N kills across the three:
 
-    RELIABILITY_KILLS=102 RELIABILITY_SEED=2112 python -m pytest tests/test_reliability.py -s
+    RELIABILITY_KILLS=102 RELIABILITY_SEED=2112 python -m pytest tests/e2e/test_reliability.py -s
 
 RELIABILITY_TARGETS (a comma list of worker, agent, gateway) picks targets; RELIABILITY_SEED repeats a sequence
 of kills. The figures are printed and written to var/test-logs/reliability-<kills>-kills.json, the processes' logs

@@ -1,6 +1,6 @@
 """Stored XSS, in a real Chromium against a real ASGI server.
 
-More than a thousand payloads (tests/payloads.py) are stored through the real paths in every field a model or a
+More than a thousand payloads (tests/e2e/payloads.py) are stored through the real paths in every field a model or a
 customer controls: the shop's customer names, emails and order items (they feed descriptions, facts and tool
 outputs), the run's request, the assistant's reasoning, made-up tool names, call ids, raw and parsed arguments,
 reviewers' reasons and guidance and edits, notes, emails, a run's error. Then every page that shows them is

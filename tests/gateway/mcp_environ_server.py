@@ -1,5 +1,5 @@
 """An MCP server (stdio) that reports its own process's environment, as /proc/self/environ has it: an upstream
-of the gateway in tests/test_mcp_gateway_environment.py."""
+of the gateway in tests/gateway/test_mcp_gateway_environment.py."""
 
 import json
 from pathlib import Path

@@ -66,7 +66,7 @@ async def get_task(session, task_id: str) -> dict:
 
 @pytest.fixture
 def gateway():
-    """The gateway of the `stdio` fixture (tests/mcpgateway.py): a short answer-after, for the client without tasks."""
+    """The gateway of the `stdio` fixture (mcpgateway.py): a short answer-after, for the client without tasks."""
     return shop_gateway("shoptasks", answer_after=2)
 
 

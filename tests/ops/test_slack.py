@@ -1,6 +1,6 @@
 """Slack: new calls posted to their group's channel, buttons verified with the signing secret and bound
 to the call and its arguments hash, the message rewritten when anyone decides anywhere. Slack's Web
-API is a local stand-in (tests/slack_standin.py): no test needs the internet."""
+API is a local stand-in (tests/ops/slack_standin.py): no test needs the internet."""
 
 import dataclasses
 import json

@@ -1,7 +1,7 @@
 """An agent process written as a user writes one: ReviewHub's client and a plain tool function, nothing of
-ReviewHub's own code. tests/test_lease_processes.py starts it and kills it at chosen points.
+ReviewHub's own code. tests/remote/test_lease_processes.py starts it and kills it at chosen points.
 
-    python tests/lease_agent.py CALL_ID MODE EFFECTS_FILE
+    python tests/remote/lease_agent.py CALL_ID MODE EFFECTS_FILE
 
 MODE: "plain" runs the tool; "hang_before" stops inside the body before its effect, "hang_after" after it (both
 then wait to be killed); "slow" takes SLOW_SECONDS before its effect. The tool is idempotent the way a payment API

@@ -1,5 +1,5 @@
 """Claims are leases, with real processes: ReviewHub (uvicorn, production settings, on the test database) and a
-remote agent process written as a user writes one (tests/lease_agent.py: the client and a plain tool), killed
+remote agent process written as a user writes one (tests/remote/lease_agent.py: the client and a plain tool), killed
 with SIGKILL after its claim and before the body, or after the body and before its report. Nothing runs twice,
 nothing stays stuck, and the agent that comes back is told at once."""
 

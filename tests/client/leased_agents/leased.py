@@ -1,9 +1,9 @@
-"""What the three framework agents of tests/test_framework_leases.py share: their outside world and their command
+"""What the three framework agents of tests/client/test_framework_leases.py share: their outside world and their command
 line. Each agent is written the framework's usual way: two plain tools (`issue_refund`, `send_email`) with no
 call id and no ReviewHub code inside, wrapped by the framework's ReviewHub adapter.
 
-    python tests/leased_agents/<framework>_agent.py start THREAD REQUEST   # run, propose, wait, resume, finish
-    python tests/leased_agents/<framework>_agent.py resume THREAD          # (again) from the framework's store
+    python tests/client/leased_agents/<framework>_agent.py start THREAD REQUEST   # run, propose, wait, resume, finish
+    python tests/client/leased_agents/<framework>_agent.py resume THREAD          # (again) from the framework's store
 
 The outside world is a pretend payment provider and mail server (`World`), as a user's agent reaches through an
 SDK configured once: the payment provider takes an idempotency key (ReviewHub's `execution_key`, the same on every
