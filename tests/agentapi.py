@@ -1,10 +1,14 @@
 """Helpers for the agent API's tests: agents with tokens, a declared refund tool, proposals over HTTP."""
 
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.test import Client
 
+from approvals import services
+from approvals.models import ToolCall
 from remote import services as remote_services
 from remote.tokens import token_create
 
@@ -83,3 +87,47 @@ def refund_agent(agent):
     """An agent that declared issue_refund."""
     agent.declare()
     return agent
+
+
+# The agent API's webhooks: a receiver on 127.0.0.1 and an agent whose webhook points at it.
+
+
+class Receiver(BaseHTTPRequestHandler):
+    status = 200
+    received: list = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["content-length"]))
+        self.received.append((dict(self.headers), body.decode()))
+        self.send_response(self.status)
+        if self.status in (301, 302):
+            self.send_header("Location", "http://127.0.0.1:9/elsewhere")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def receiver():
+    Receiver.received, Receiver.status = [], 200
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/hook", Receiver
+    server.shutdown()
+
+
+@pytest.fixture
+def hooked(refund_agent, receiver, settings):
+    """The agent with a webhook on the local receiver (private addresses allowed, as on one machine)."""
+    settings.REVIEWHUB_WEBHOOK_ALLOW_PRIVATE = True
+    response = refund_agent.post("/webhooks", {"url": receiver[0]})
+    assert response.status_code == 201, response.json()
+    return refund_agent, response.json()
+
+
+def decide(agent, reviewer, django_capture_on_commit_callbacks) -> ToolCall:
+    call = ToolCall.objects.get(pk=agent.propose()["id"])
+    with django_capture_on_commit_callbacks(execute=True):
+        services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+    return call

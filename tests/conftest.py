@@ -10,8 +10,8 @@ from approvals.models import Message, Run
 from reviewhub import background
 from shop import demo_data
 from tests import stack, support
-from tests.agentapi import agent, other_agent, refund_agent  # noqa: F401 (the agent API's fixtures)
-from tests.gateway.mcpgateway import served, stdio  # noqa: F401 (the MCP gateway's fixtures)
+from tests.agentapi import agent, hooked, other_agent, receiver, refund_agent  # noqa: F401 (the agent API's fixtures)
+from tests.ops.slack_standin import alice_in_slack, chat_refunds, slack  # noqa: F401 (the Slack tests' fixtures)
 
 
 class ScriptedModel:

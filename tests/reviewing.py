@@ -11,6 +11,8 @@ from approvals.models import PolicyRule, Run, ToolCall
 from approvals.services import ProposedCall
 
 REFUND_40 = "Order A-1001 arrived broken. Please refund $40."
+REFUND_35 = "Order A-1002 arrived broken. Please refund $35."
+WHICH = "I'm dana.smith@example.com, my item arrived broken, please refund it."  # the agent asks which order
 NOTE_CALL = ("add_order_note", {"order_id": "A-1004", "text": "Customer called about the delivery."})
 REFUND_CALL = ("issue_refund", {"order_id": "A-1001", "amount": 45, "reason": "Item arrived damaged"})
 

@@ -9,17 +9,12 @@ from agents import llm, loop
 from approvals import services
 from approvals.models import AuditEvent, Run, ToolCall
 from approvals.services import ProposedCall
-from tests.badinput import REFUND, new_run, propose
+from tests.badinput import REFUND, propose
 from tests.reviewing import approve_reply
 
 pytestmark = pytest.mark.django_db
 
 LONG_ID = "call_" + "x" * 300
-
-
-@pytest.fixture
-def run(shop, requester):
-    return new_run(requester)
 
 
 def proposed(call_id="call_1", name="issue_refund", arguments=REFUND) -> ProposedCall:

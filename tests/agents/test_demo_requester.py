@@ -17,7 +17,7 @@ REFUND = "Order A-1001 arrived broken. Please refund $45."
 
 
 @pytest.fixture
-def demo(settings, shop, model):
+def demo_accounts(settings, shop, model):
     """The embedded demo's settings and accounts (manage.py demo sets REVIEWHUB_DEMO_RUNS_AS)."""
     settings.REVIEWHUB_DEMO_RUNS_AS = "ops-agent"
     return demo_data.seed_users()
@@ -31,26 +31,28 @@ def start_and_advance(client) -> Run:
     return run
 
 
-def test_in_the_demo_new_run_says_on_whose_behalf_runs_start(client, demo):
-    client.force_login(demo["reviewer"])
+def test_in_the_demo_new_run_says_on_whose_behalf_runs_start(client, demo_accounts):
+    client.force_login(demo_accounts["reviewer"])
     page = client.get(reverse("agents:new_run")).text
     assert 'id="runs-as"' in page and "<strong>ops-agent</strong>" in page
 
 
-def test_in_the_demo_the_person_who_started_a_run_can_decide_its_calls(client, demo):
-    client.force_login(demo["reviewer"])
+def test_in_the_demo_the_person_who_started_a_run_can_decide_its_calls(client, demo_accounts):
+    client.force_login(demo_accounts["reviewer"])
     run = start_and_advance(client)
-    assert run.requested_by == demo["requester"]
+    assert run.requested_by == demo_accounts["requester"]
     call = ToolCall.objects.get(run=run, status=ToolCall.Status.PENDING)
-    assert access.can_decide(demo["reviewer"], call) == (True, "")
-    services.toolcall_decide(call_id=call.pk, reviewer=demo["reviewer"], verdict="approve", shown_hash=call.review_hash)
+    assert access.can_decide(demo_accounts["reviewer"], call) == (True, "")
+    services.toolcall_decide(
+        call_id=call.pk, reviewer=demo_accounts["reviewer"], verdict="approve", shown_hash=call.review_hash
+    )
     call.refresh_from_db()
     assert call.status == ToolCall.Status.APPROVED
 
 
-def test_in_the_demo_a_missing_agent_account_is_a_clear_error(client, demo, settings):
+def test_in_the_demo_a_missing_agent_account_is_a_clear_error(client, demo_accounts, settings):
     settings.REVIEWHUB_DEMO_RUNS_AS = "nobody"
-    client.force_login(demo["reviewer"])
+    client.force_login(demo_accounts["reviewer"])
     response = client.post(reverse("agents:new_run"), {"agent": "support", "request": REFUND})
     assert response.status_code == 400
     assert "The demo's agent account “nobody” does not exist." in html.unescape(response.text)

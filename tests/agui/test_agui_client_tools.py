@@ -41,14 +41,12 @@ def _free_port(start: int) -> int:
 
 
 @pytest.fixture(scope="module")
-def model_server_instance():
-    """The scripted model on a port of this branch's range; after the queued replies, it answers a request that ends
-    with a tool's output by quoting it (so the final answer says what the model read)."""
-    server = model_server.serve(port=_free_port(18930))
+def model_quoting_the_tool(model_server_instance):
+    """The scripted model, which in this module, after the queued replies, answers a request that ends with a tool's
+    output by quoting it (so the final answer says what the model read)."""
     model_server._scripts.insert(0, _quote_the_tool)
-    yield server
+    yield model_server_instance
     model_server._scripts.remove(_quote_the_tool)
-    server.shutdown()
 
 
 def _quote_the_tool(request: dict):
@@ -59,16 +57,16 @@ def _quote_the_tool(request: dict):
 
 
 @pytest.fixture(scope="module")
-def client_tools_server(model_server_instance, tmp_path_factory):
+def client_tools_server(model_quoting_the_tool, tmp_path_factory):
     data = tmp_path_factory.mktemp("client_tools")
-    server = AgentServer("pydantic_ai_client_tools.py", data, model_server_instance.url, port=_free_port(18950))
+    server = AgentServer("pydantic_ai_client_tools.py", data, model_quoting_the_tool.url, port=_free_port(18950))
     server.start()
     yield server
     server.stop()
 
 
 @pytest.fixture
-def agent(client_tools_server, model, shop, roles):
+def client_tools_agent(client_tools_server, model, shop, roles):
     return agent_save(
         agent=AguiAgent(
             name="helper", endpoint_url=client_tools_server.url, offered_tools=["issue_refund", "get_order_status"]
@@ -92,7 +90,7 @@ def final_answer(run: Run) -> str:
     return run.messages.filter(role="assistant").exclude(content="").order_by("-seq").first().content
 
 
-def test_the_offered_tools_are_in_the_run_agent_input_and_reach_the_agents_model(agent, model, requester):
+def test_the_offered_tools_are_in_the_run_agent_input_and_reach_the_agents_model(client_tools_agent, model, requester):
     run = started(requester, model, {"content": "I cannot help with that."})
     sent = Exchange.objects.get(run=run, seq=0).input["tools"]
     refund_schema = registry.get("issue_refund").openai_spec()["function"]["parameters"]
@@ -109,7 +107,7 @@ def test_the_offered_tools_are_in_the_run_agent_input_and_reach_the_agents_model
     assert run.status == Run.Status.COMPLETED
 
 
-def test_the_agents_call_waits_in_the_queue_as_reviewhubs_card(agent, model, requester, reviewer, client):
+def test_the_agents_call_waits_in_the_queue_as_reviewhubs_card(client_tools_agent, model, requester, reviewer, client):
     run = started(requester, model, {"content": "Refunding the teapot.", "tool_calls": [refund()]})
     [call] = run.tool_calls.all()
     tool = registry.get("issue_refund")
@@ -127,7 +125,9 @@ def test_the_agents_call_waits_in_the_queue_as_reviewhubs_card(agent, model, req
     assert call.description in client.get("/").content.decode()  # in the review queue
 
 
-def test_an_approval_runs_the_refund_once_and_the_agents_model_reads_its_result(agent, model, requester, reviewer):
+def test_an_approval_runs_the_refund_once_and_the_agents_model_reads_its_result(
+    client_tools_agent, model, requester, reviewer
+):
     run = started(requester, model, {"content": "", "tool_calls": [refund()]})
     [call] = run.tool_calls.all()
     decide(call, reviewer, "approve")
@@ -143,7 +143,9 @@ def test_an_approval_runs_the_refund_once_and_the_agents_model_reads_its_result(
     assert kinds == ["proposed", "decided", "executing", "executed"]
 
 
-def test_an_edit_runs_the_edited_amount_and_the_model_is_told_what_changed(agent, model, requester, reviewer):
+def test_an_edit_runs_the_edited_amount_and_the_model_is_told_what_changed(
+    client_tools_agent, model, requester, reviewer
+):
     run = started(requester, model, {"content": "", "tool_calls": [refund(49)]})
     [call] = run.tool_calls.all()
     decide(call, reviewer, "edit", arguments={"order_id": "A-1001", "amount": 20, "reason": "broken"})
@@ -155,7 +157,9 @@ def test_an_edit_runs_the_edited_amount_and_the_model_is_told_what_changed(agent
     assert run.status == Run.Status.COMPLETED and "Refunded $20.00" in final_answer(run)
 
 
-def test_a_rejection_runs_nothing_and_the_model_reads_the_reason_and_guidance(agent, model, requester, reviewer):
+def test_a_rejection_runs_nothing_and_the_model_reads_the_reason_and_guidance(
+    client_tools_agent, model, requester, reviewer
+):
     run = started(requester, model, {"content": "", "tool_calls": [refund()]})
     [call] = run.tool_calls.all()
     decide(call, reviewer, "reject", reason="Ask for a photo of the damage first", guidance="Offer a replacement.")
@@ -167,7 +171,7 @@ def test_a_rejection_runs_nothing_and_the_model_reads_the_reason_and_guidance(ag
     assert run.status == Run.Status.COMPLETED and "Ask for a photo of the damage first" in final_answer(run)
 
 
-def test_a_read_only_offered_tool_runs_at_once_without_review(agent, model, requester):
+def test_a_read_only_offered_tool_runs_at_once_without_review(client_tools_agent, model, requester):
     lookup = {"id": "call_status_1", "name": "get_order_status", "arguments": {"order_id": "A-1001"}}
     run = started(requester, model, {"content": "", "tool_calls": [lookup]})
     [call] = run.tool_calls.all()
@@ -178,7 +182,7 @@ def test_a_read_only_offered_tool_runs_at_once_without_review(agent, model, requ
     assert run.status == Run.Status.COMPLETED and final_answer(run) == f"Done. The tool said: {read}"
 
 
-def test_a_call_the_gate_refuses_runs_nothing_and_the_agents_model_reads_why(agent, model, requester):
+def test_a_call_the_gate_refuses_runs_nothing_and_the_agents_model_reads_why(client_tools_agent, model, requester):
     run = started(requester, model, {"content": "", "tool_calls": [refund(amount=12.345)]})
     [call] = run.tool_calls.all()
     assert call.status == ToolCall.Status.INVALID and "invalid arguments for issue_refund: amount" in call.output
@@ -187,16 +191,21 @@ def test_a_call_the_gate_refuses_runs_nothing_and_the_agents_model_reads_why(age
     assert run.status == Run.Status.COMPLETED and final_answer(run) == f"Done. The tool said: {call.output}"
 
 
-def test_a_forbidden_tool_is_never_offered(agent, model, requester, admin_client):
-    agent.offered_tools = ["delete_customer", "get_order_status"]  # as if stored before; the admin refuses it
-    agent_save(agent=agent)
+def test_a_forbidden_tool_is_never_offered(client_tools_agent, model, requester, admin_client):
+    client_tools_agent.offered_tools = [
+        "delete_customer",
+        "get_order_status",
+    ]  # as if stored before; the admin refuses it
+    agent_save(agent=client_tools_agent)
     run = started(requester, model, {"content": "Nothing to do."})
     assert [t["name"] for t in Exchange.objects.get(run=run).input["tools"]] == ["get_order_status"]
-    page = admin_client.get(f"/admin/agui/aguiagent/{agent.pk}/change/").content.decode()
+    page = admin_client.get(f"/admin/agui/aguiagent/{client_tools_agent.pk}/change/").content.decode()
     assert 'value="get_order_status"' in page and 'value="delete_customer"' not in page
 
 
-def test_the_same_decision_resumed_twice_at_once_sends_one_input_and_refunds_once(agent, model, requester, reviewer):
+def test_the_same_decision_resumed_twice_at_once_sends_one_input_and_refunds_once(
+    client_tools_agent, model, requester, reviewer
+):
     run = started(requester, model, {"content": "", "tool_calls": [refund()]})
     [call] = run.tool_calls.all()
     decide(call, reviewer, "approve")
@@ -264,7 +273,7 @@ def test_an_interrupt_and_a_call_of_an_offered_tool_in_one_step_resume_together_
 
 
 def test_an_approval_whose_resumption_was_lost_is_taken_further_by_the_sweep_once(
-    agent, model, requester, reviewer, background_inline, settings
+    client_tools_agent, model, requester, reviewer, background_inline, settings
 ):
     run = started(requester, model, {"content": "", "tool_calls": [refund()]})
     [call] = run.tool_calls.all()

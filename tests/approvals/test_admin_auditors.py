@@ -24,7 +24,7 @@ def superuser_auditor(shop, django_user_model):
 
 
 @pytest.fixture
-def auditor_client(superuser_auditor):
+def auditor_superuser_client(superuser_auditor):
     client = Client()
     client.force_login(superuser_auditor)
     return client
@@ -50,45 +50,51 @@ def test_every_registered_model_admin_refuses_a_superuser_auditor_to_add_change_
 
 
 @pytest.mark.parametrize(("model", "model_admin"), REGISTERED, ids=IDS)
-def test_every_registered_model_admins_add_page_refuses_a_superuser_auditors_post(model, model_admin, auditor_client):
+def test_every_registered_model_admins_add_page_refuses_a_superuser_auditors_post(
+    model, model_admin, auditor_superuser_client
+):
     before = model.objects.count()
     url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_add")
 
-    response = auditor_client.post(url, {})
+    response = auditor_superuser_client.post(url, {})
 
     assert response.status_code == 403
     assert model.objects.count() == before
 
 
-def test_a_superuser_auditor_cannot_change_an_order(auditor_client):
+def test_a_superuser_auditor_cannot_change_an_order(auditor_superuser_client):
     order = Order.objects.first()
     url = reverse("admin:shop_order_change", args=[order.pk])
 
-    response = auditor_client.post(url, {"number": order.number, "customer": order.customer_id, "total": "99999"})
+    response = auditor_superuser_client.post(
+        url, {"number": order.number, "customer": order.customer_id, "total": "99999"}
+    )
 
     assert response.status_code == 403
     assert Order.objects.get(pk=order.pk).total == order.total
 
 
-def test_a_superuser_auditor_cannot_create_a_refund_or_a_user(auditor_client, django_user_model):
+def test_a_superuser_auditor_cannot_create_a_refund_or_a_user(auditor_superuser_client, django_user_model):
     order = Order.objects.first()
     refund = {"order": order.pk, "amount": Decimal("5.00"), "reason": "x", "idempotency_key": "auditor"}
     user = {"username": "mallory", "password1": "a-Long-pass-123", "password2": "a-Long-pass-123"}
 
-    assert auditor_client.post(reverse("admin:shop_refund_add"), refund).status_code == 403
-    assert auditor_client.post(reverse("admin:auth_user_add"), user).status_code == 403
+    assert auditor_superuser_client.post(reverse("admin:shop_refund_add"), refund).status_code == 403
+    assert auditor_superuser_client.post(reverse("admin:auth_user_add"), user).status_code == 403
     assert not Refund.objects.filter(idempotency_key="auditor").exists()
     assert not django_user_model.objects.filter(username="mallory").exists()
 
 
 def test_a_superuser_auditor_cannot_make_a_reviewer_superuser_or_set_their_password(
-    auditor_client, reviewer, django_user_model
+    auditor_superuser_client, reviewer, django_user_model
 ):
     change = reverse("admin:auth_user_change", args=[reviewer.pk])
     password = reverse("admin:auth_user_password_change", args=[reviewer.pk])
 
-    made_superuser = auditor_client.post(change, {"username": reviewer.username, "is_superuser": "on"})
-    new_password = auditor_client.post(password, {"password1": "a-Long-pass-123", "password2": "a-Long-pass-123"})
+    made_superuser = auditor_superuser_client.post(change, {"username": reviewer.username, "is_superuser": "on"})
+    new_password = auditor_superuser_client.post(
+        password, {"password1": "a-Long-pass-123", "password2": "a-Long-pass-123"}
+    )
 
     reviewer.refresh_from_db()
     assert made_superuser.status_code == new_password.status_code == 403

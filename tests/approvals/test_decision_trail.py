@@ -5,7 +5,7 @@ import pytest
 
 from approvals import services
 from approvals.models import AuditEvent, ToolCall
-from tests.ops.test_slack import alice_in_slack, chat_refunds, press, press_body, proposed, slack  # noqa: F401 (fixtures)
+from tests.ops.slack_standin import press, press_body, proposed
 from tests.reviewing import REFUND_CALL, propose
 
 pytestmark = pytest.mark.django_db

@@ -7,15 +7,14 @@ import pytest
 
 from approvals.models import Decision, ToolCall
 from shop.models import Refund
-from tests.reviewing import advance, call_url, pending_call, post
+from tests.reviewing import advance, call_url, post
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def call(make_run, client, reviewer):
+@pytest.fixture(autouse=True)
+def _alice_logged_in(client, reviewer):
     client.force_login(reviewer)
-    return pending_call(make_run)
 
 
 def edit(client, call, **fields):

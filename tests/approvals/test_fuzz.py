@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from approvals import services
 from approvals.models import ToolCall
 from approvals.services import ProposedCall
-from tests.badinput import invalid_approvals, new_run, pending_question, pending_refund, propose
+from tests.badinput import invalid_approvals, new_run, pending_question, propose
 
 from . import fuzzing as f
 
@@ -98,12 +98,6 @@ def _checked(outcome) -> str:
     return str(outcome.status_code)
 
 
-@pytest.fixture
-def call(shop, requester, reviewer, client):
-    client.force_login(reviewer)
-    return pending_refund(requester)
-
-
 def hash_for(call: ToolCall, choice: str) -> str:
     return {"shown": call.review_hash, "stale": "0" * 64}.get(choice, choice)
 
@@ -113,10 +107,10 @@ def hash_for(call: ToolCall, choice: str) -> str:
 @example(form={"arguments_json": "[" * 100_000}, action="call_edit", shown="shown", htmx=True)
 @example(form={"arguments_json": '{"amount": ' + "9" * 5000 + "}"}, action="call_edit", shown="shown", htmx=False)
 @example(form={"arg_reason": "dam\x00aged"}, action="call_edit", shown="shown", htmx=True)
-def test_any_edit_is_answered_without_a_server_error(door, client, call, form, action, shown, htmx):
+def test_any_edit_is_answered_without_a_server_error(door, client, held_refund, form, action, shown, htmx):
     with door("edit") as answered:
-        data = {**form, "arguments_hash": hash_for(call, shown)}
-        answered(client.post(reverse(f"approvals:{action}", args=[call.pk]), data, headers=f.htmx(htmx)))
+        data = {**form, "arguments_hash": hash_for(held_refund, shown)}
+        answered(client.post(reverse(f"approvals:{action}", args=[held_refund.pk]), data, headers=f.htmx(htmx)))
 
 
 @fuzz
@@ -130,17 +124,17 @@ def test_any_edit_is_answered_without_a_server_error(door, client, call, form, a
 @example(action="call_reject", reason="a\x00b", guidance=None, shown="shown", htmx=False)
 @example(action="call_respond", reason="no", guidance="do\x00this", shown="shown", htmx=True)
 def test_any_reject_or_respond_is_answered_without_a_server_error(
-    door, client, call, action, reason, guidance, shown, htmx
+    door, client, held_refund, action, reason, guidance, shown, htmx
 ):
     with door("reject and respond") as answered:
-        data = {"reason": reason, "arguments_hash": hash_for(call, shown)}
+        data = {"reason": reason, "arguments_hash": hash_for(held_refund, shown)}
         if guidance is not None:
             data["guidance"] = guidance
-        answered(client.post(reverse(f"approvals:{action}", args=[call.pk]), data, headers=f.htmx(htmx)))
+        answered(client.post(reverse(f"approvals:{action}", args=[held_refund.pk]), data, headers=f.htmx(htmx)))
 
 
 @pytest.fixture
-def question(shop, requester, reviewer, client):
+def held_question(shop, requester, reviewer, client):
     client.force_login(reviewer)
     return pending_question(requester)
 
@@ -149,10 +143,10 @@ def question(shop, requester, reviewer, client):
 @given(form=f.ANSWER_FORMS, shown=f.HASHES, htmx=st.booleans())
 @example(form={"answer_order_id": "A-1005\x00"}, shown="shown", htmx=True)
 @example(form={"answer_order_id": "A-1005", "answer_extra": "x"}, shown="shown", htmx=False)
-def test_any_answer_is_answered_without_a_server_error(door, client, question, form, shown, htmx):
+def test_any_answer_is_answered_without_a_server_error(door, client, held_question, form, shown, htmx):
     with door("answer") as answered:
-        data = {**form, "arguments_hash": hash_for(question, shown)}
-        answered(client.post(reverse("approvals:call_answer", args=[question.pk]), data, headers=f.htmx(htmx)))
+        data = {**form, "arguments_hash": hash_for(held_question, shown)}
+        answered(client.post(reverse("approvals:call_answer", args=[held_question.pk]), data, headers=f.htmx(htmx)))
 
 
 @pytest.fixture
@@ -192,26 +186,17 @@ def test_any_new_run_is_answered_without_a_server_error(door, reviewer_client, a
         answered(reviewer_client.post(reverse("agents:new_run"), data))
 
 
-@pytest.fixture
-def auditor_client(client, auditor, call, note):
-    client.force_login(auditor)
-    return client
-
-
 @fuzz
 @given(page=f.ADMIN_PAGES, params=f.ADMIN_PARAMS, object_id=f.PATH_PARTS)
 @example(page="auditevent/export.csv", params={"tool": "issue\x00refund"}, object_id="1")
 @example(page="toolcall/", params={"reviewer": "²", "q": "9" * 5000}, object_id="1")
 @example(page="auditevent/export.{id}", params={"tool": "[" * 100_000}, object_id="")
-def test_any_admin_filter_or_export_is_answered_without_a_server_error(door, auditor_client, page, params, object_id):
+def test_any_admin_filter_or_export_is_answered_without_a_server_error(
+    door, auditor_client, note, page, params, object_id
+):
     with door("admin filters and exports") as answered:
         path = "/admin/approvals/" + page.format(id=quote(object_id, safe=""))
         answered(auditor_client.get(path, params))
-
-
-@pytest.fixture
-def run(shop, requester):
-    return new_run(requester)
 
 
 @fuzz

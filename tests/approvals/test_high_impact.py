@@ -8,19 +8,9 @@ from django.urls import reverse
 from approvals import friction, services
 from approvals.friction import Proof
 from approvals.models import Decision, PolicyRule, ToolCall, ToolSetting
+from tests.reviewing import REFUND_35
 
 pytestmark = pytest.mark.django_db
-
-REFUND_35 = "Order A-1002 arrived broken. Please refund $35."
-
-
-@pytest.fixture
-def gated(make_run):
-    """A refund of $35 waiting for review; issue_refund is high impact: 5 s on the card, type the amount."""
-    ToolSetting.objects.create(
-        tool_name="issue_refund", high_impact=True, high_impact_seconds=5, confirm_field="amount"
-    )
-    return make_run(REFUND_35).tool_calls.get(status=ToolCall.Status.PENDING)
 
 
 def shown_ago(call: ToolCall, seconds: float, monkeypatch) -> str:

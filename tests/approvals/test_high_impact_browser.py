@@ -5,17 +5,10 @@ server, and the right one approves. The decision's trail says the card's facts w
 import pytest
 from django.urls import reverse
 
-from approvals.models import AuditEvent, Decision, ToolCall, ToolSetting
+from approvals.models import AuditEvent, Decision, ToolCall
 from tests.livestack import browser_login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def gated(make_run) -> ToolCall:
-    gate = {"high_impact": True, "high_impact_seconds": 3, "confirm_field": "amount"}
-    ToolSetting.objects.create(tool_name="issue_refund", **gate)
-    return make_run("Order A-1002 arrived broken. Please refund $35.").tool_calls.get(status=ToolCall.Status.PENDING)
 
 
 def open_card(live_server, browser, reviewer, call):

@@ -1,11 +1,9 @@
 """The live sockets, through the real ASGI application (origin check, session login)."""
 
 import pytest
-import pytest_asyncio
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Group
-from django.db import connections
 
 from approvals import access, services
 from approvals.models import Message, PolicyRule, Run, ToolSetting
@@ -13,17 +11,14 @@ from reviewhub.asgi import application
 from tests import reviewing
 from tests.livestack import parse_push, session_cookie
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.asyncio,
+    pytest.mark.usefixtures("async_connections_closed"),
+]
 
 REFUND = {"order_id": "A-1001", "amount": 45, "reason": "Item arrived damaged"}
 EMAIL = {"to": "dana.smith@example.com", "subject": "Your order", "body": "It has shipped."}
-
-
-@pytest_asyncio.fixture(autouse=True)
-async def _close_connections():
-    yield
-    # Async ORM work ran in asgiref's thread: close its connections there.
-    await sync_to_async(connections.close_all)()
 
 
 propose = sync_to_async(reviewing.propose)

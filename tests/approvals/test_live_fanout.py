@@ -3,16 +3,10 @@
 import pytest
 
 from approvals import access, fanout
-from tests.reviewing import propose
 
 pytestmark = pytest.mark.django_db
 
 REFUND = {"order_id": "A-1001", "amount": 45, "reason": "Item arrived damaged"}
-
-
-@pytest.fixture
-def call(run):
-    return propose(run, "issue_refund", REFUND)
 
 
 def test_the_panel_is_rendered_once_per_distinct_view(call, reviewer, reviewer2, requester, outsider, monkeypatch):

@@ -1,30 +1,12 @@
 """The outcome-unknown card's three answers in a real Chromium (htmx posts, field errors), on the live server."""
 
-import dataclasses
-from datetime import timedelta
-
 import pytest
 from django.urls import reverse
-from django.utils import timezone
 
-from approvals import services
 from approvals.models import Run, ToolCall
-from approvals.tools import registry
 from tests.livestack import browser_login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def unknown(make_run, reviewer, monkeypatch) -> ToolCall:
-    tool = dataclasses.replace(registry.get("issue_refund"), idempotent=False)
-    monkeypatch.setitem(registry._tools, tool.name, tool)
-    run = make_run("Order A-1002 arrived broken. Please refund $35.")
-    call = run.tool_calls.get(status=ToolCall.Status.PENDING)
-    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
-    assert services.toolcall_claim(call=ToolCall.objects.select_related("run").get(pk=call.pk))
-    assert services.sweep_apply(now=timezone.now() + timedelta(seconds=60))["unknown"] == 1
-    return call
 
 
 def open_card(live_server, browser, reviewer, call):

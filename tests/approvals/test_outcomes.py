@@ -2,34 +2,16 @@
 it did not run (run it now, once), fail the run — settled once, by a reviewer allowed to, through
 POST /calls/<pk>/settle/."""
 
-import dataclasses
-from datetime import timedelta
-
 import pytest
 from django.test import Client
 from django.urls import reverse
-from django.utils import timezone
 
 from agents import loop
 from approvals import services
 from approvals.models import AuditEvent, Run, ToolCall
-from approvals.tools import registry
 from shop.models import Refund
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def unknown(make_run, reviewer, monkeypatch) -> ToolCall:
-    """A refund (of a tool that is not idempotent) whose worker died after its claim: outcome unknown."""
-    tool = dataclasses.replace(registry.get("issue_refund"), idempotent=False)
-    monkeypatch.setitem(registry._tools, tool.name, tool)
-    run = make_run("Order A-1002 arrived broken. Please refund $35.")
-    call = run.tool_calls.get(status=ToolCall.Status.PENDING)
-    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
-    assert services.toolcall_claim(call=ToolCall.objects.select_related("run").get(pk=call.pk))
-    assert services.sweep_apply(now=timezone.now() + timedelta(seconds=60))["unknown"] == 1
-    return ToolCall.objects.select_related("run").get(pk=call.pk)
 
 
 def as_user(user) -> Client:

@@ -7,16 +7,9 @@ from django.urls import reverse
 
 from approvals import services
 from approvals.models import ToolCall
-from tests.reviewing import call_url, model_reply, post
+from tests.reviewing import WHICH, call_url, model_reply, post
 
 pytestmark = pytest.mark.django_db
-
-WHICH = "I'm dana.smith@example.com, my item arrived broken, please refund it."
-
-
-@pytest.fixture
-def question(make_run) -> ToolCall:
-    return make_run(WHICH).tool_calls.get(tool_name="choose_order")
 
 
 def answer(client, call, htmx=True, **data):

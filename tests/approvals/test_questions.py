@@ -12,11 +12,9 @@ from approvals import services
 from approvals.hashing import args_hash
 from approvals.models import AuditEvent, Decision, Message, Run, Tier, ToolCall
 from approvals.tools import Ask, Tool, ToolContext, registry
-from tests.reviewing import approve_reply, decide, model_reply, propose
+from tests.reviewing import WHICH, approve_reply, decide, model_reply, propose
 
 pytestmark = pytest.mark.django_db
-
-WHICH = "I'm dana.smith@example.com, my item arrived broken, please refund it."
 
 
 def answer(call: ToolCall, reviewer, value, shown_hash: str | None = None):
@@ -29,12 +27,6 @@ def outputs_of(call: ToolCall) -> list[str]:
     return list(
         Message.objects.filter(run=call.run, role="tool", tool_call_id=call.call_id).values_list("content", flat=True)
     )
-
-
-@pytest.fixture
-def question(make_run) -> ToolCall:
-    run = make_run(WHICH)
-    return run.tool_calls.get(tool_name="choose_order")
 
 
 def test_a_tool_that_asks_leaves_a_pending_question_and_the_run_waits(question, model):

@@ -6,13 +6,13 @@ import pytest
 from approvals import services
 from approvals.models import Decision, PolicyRule, ToolCall
 from shop.models import Refund
-from tests.reviewing import advance, call_url, pending_call, post
+from tests.reviewing import advance, call_url, post
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def call(make_run):
+@pytest.fixture(autouse=True)
+def _two_approvals_over_30(db):
     PolicyRule.objects.create(
         name="Refunds over $30 need two approvals",
         tool_name="issue_refund",
@@ -23,7 +23,6 @@ def call(make_run):
         required_approvals=2,
         order=5,
     )
-    return pending_call(make_run)
 
 
 def test_the_rule_asks_for_two_approvals(call):

@@ -2,11 +2,9 @@
 (scheme, host and port), the login, and the run the socket is about."""
 
 import pytest
-import pytest_asyncio
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Group
-from django.db import connections
 
 from approvals import services
 from approvals.models import ToolSetting
@@ -16,13 +14,11 @@ from tests.reviewing import REFUND_CALL, run_with
 
 from .access_table import OPEN, ROLES, SHUT, WS, build_world, rule_for, socket_routes
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
-
-
-@pytest_asyncio.fixture(autouse=True)
-async def _close_connections():
-    yield
-    await sync_to_async(connections.close_all)()
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.asyncio,
+    pytest.mark.usefixtures("async_connections_closed"),
+]
 
 
 async def opens(path, user=None, *, origin="http://testserver", host="testserver", scheme=None) -> bool:

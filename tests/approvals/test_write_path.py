@@ -4,18 +4,13 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from approvals import audit, services
+from approvals import audit
 from approvals.models import AuditEvent, AuditHead, Run
 
 pytestmark = pytest.mark.django_db
 
 POSTGRES = pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's own SQL and indexes")
 TRICKY = {"amount": 1e16, "zero": -0.0, "text": "naïve “quotes” \u2028 \\ backslash", "nested": [{"b": 1, "a": None}]}
-
-
-@pytest.fixture
-def run():
-    return services.run_create(agent="support", request="Refund order A-1001.")
 
 
 @POSTGRES

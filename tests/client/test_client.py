@@ -23,21 +23,6 @@ from standardwebhooks.webhooks import Webhook
 from . import fakehub
 
 REFUND = {"order_id": "A-1001", "amount": 490, "reason": "arrived broken"}
-SCHEMA = {"type": "object", "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}}}
-
-
-@pytest.fixture
-def hub():
-    server = fakehub.serve()
-    yield server
-    server.shutdown()
-
-
-@pytest.fixture
-def client(hub):
-    with ReviewHub(hub.url, fakehub.TOKEN) as client:
-        client.declare_tool("issue_refund", input_schema=SCHEMA, description="Refund an order.")
-        yield client
 
 
 def propose(client, key: str = "t-1") -> int:
@@ -50,7 +35,7 @@ def test_the_same_idempotency_key_proposes_one_call(client, hub):
 
 
 def test_a_declared_tool_comes_back_with_its_version(client):
-    tool = client.declare_tool("issue_refund", input_schema=SCHEMA, key_fields=["amount"])
+    tool = client.declare_tool("issue_refund", input_schema=fakehub.SCHEMA, key_fields=["amount"])
     assert tool.version == 2 and tool.key_fields == ["amount"]
     assert [t.name for t in client.tools()] == ["issue_refund"]
 

@@ -5,27 +5,12 @@ import asyncio
 import json
 
 import pytest
-from reviewhub_client import AsyncReviewHub, Gate, ReviewHub, Store
+from reviewhub_client import AsyncReviewHub, Gate, Store
 from reviewhub_client.models import Call, Decision
 
 from . import fakehub
 
 REFUND = {"order_id": "A-1001", "amount": 490.0, "reason": "arrived broken"}
-SCHEMA = {"type": "object", "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}}}
-
-
-@pytest.fixture
-def hub():
-    server = fakehub.serve()
-    yield server
-    server.shutdown()
-
-
-@pytest.fixture
-def client(hub):
-    with ReviewHub(hub.url, fakehub.TOKEN) as client:
-        client.declare_tool("issue_refund", input_schema=SCHEMA, description="Refund an order.")
-        yield client
 
 
 @pytest.fixture

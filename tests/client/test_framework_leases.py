@@ -12,7 +12,6 @@ A sweeper thread stands in for beat's sweep, as often as production's would run 
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -21,66 +20,25 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.hashers import PBKDF2PasswordHasher
-from django.core.management import call_command
 from django.db import connection
 
 from approvals import services
 from approvals.models import AuditEvent, Run, ToolCall
 from tests.livestack import http_login
-from tests.stack import Processes, free_port, production_env, start_asgi, wait_for_http
 from tests.waiting import wait_for
 
 from .frameworks import Example, model_requests, tool_messages
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres, pytest.mark.usefixtures("fresh_model")]
 
 AGENTS = Path(__file__).with_name("leased_agents")
 FRAMEWORKS = ["langgraph", "openai_agents", "pydantic_ai"]
 LEASE = 2  # seconds: the server's and the sweep's EXECUTION_LEASE_SECONDS
+SERVER_ENV = {"EXECUTION_LEASE_SECONDS": str(LEASE)}  # for the servers fixture (conftest.py)
 REFUND = "Order A-1001 arrived broken. Please refund $49."
 EMAIL = "Email Dana that her replacement has shipped."
 REFUNDED = "Refunded $49.00 on order A-1001."
 SENT = "Sent 'An update on your order' to dana.smith@gmail.co."
-
-
-def ports() -> list[int]:
-    """Ports to start servers on: REVIEWHUB_TEST_PORTS ("first-last") when set, else any free ones."""
-    span = os.environ.get("REVIEWHUB_TEST_PORTS", "")
-    if not span:
-        return [free_port(), free_port()]
-    first, last = (int(part) for part in span.split("-"))
-    free = []
-    for port in range(first, last + 1):
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) != 0:
-                free.append(port)
-        if len(free) == 2:
-            return free
-    raise RuntimeError(f"no two free ports in {span}")
-
-
-@pytest.fixture(scope="module")
-def servers(django_db_setup):
-    if connection.vendor != "postgresql":
-        pytest.skip("PostgreSQL is not reachable: the server under test shares the test database.")
-    model_port, hub_port = ports()
-    model_url = f"http://127.0.0.1:{model_port}/v1"
-    env = production_env(connection.settings_dict["NAME"], "", model_url, "unused")
-    processes = Processes(env | {"EXECUTION_LEASE_SECONDS": str(LEASE)})
-    try:
-        model = processes.start("manage.py", "model_server", "--port", str(model_port), log_name="model-leases")
-        wait_for_http(model_url + "/models", process=model)
-        start_asgi(processes, hub_port)
-        yield {"hub": f"http://127.0.0.1:{hub_port}", "model": model_url}
-    finally:
-        processes.stop()
-
-
-@pytest.fixture(autouse=True)
-def fresh_model(servers):
-    reset = urllib.request.Request(servers["model"].removesuffix("/v1") + "/_reset", data=b"{}", method="POST")
-    urllib.request.urlopen(reset, timeout=10).close()
 
 
 @pytest.fixture
@@ -156,33 +114,26 @@ def finished(process: subprocess.Popen, timeout: float = 60) -> str:
     return event["output"]
 
 
-@pytest.fixture
-def token(servers) -> str:
-    import io
-
-    out = io.StringIO()
-    call_command("create_agent_token", "support-bot", stdout=out, stderr=io.StringIO())
-    return out.getvalue().strip()
-
-
 @pytest.fixture(params=FRAMEWORKS)
-def agent(request, servers, token, tmp_path):
+def framework_agent(request, servers, token, tmp_path):
     made = Agent(request.param, tmp_path / request.param, hub=servers["hub"], model=servers["model"], token=token)
     yield made
     made.kill_left()
 
 
-def killed_at(agent: Agent, request: str, point: str, reviewer) -> ToolCall:
+def killed_at(framework_agent: Agent, request: str, point: str, reviewer) -> ToolCall:
     """Start the agent, approve its call as a reviewer, and SIGKILL it at `point` ("before" the tool's effect,
     after its claim; "after" the effect, before its report). Returns the call."""
-    process = agent.spawn("start", "t-1", request, AGENT_HANG=point)
+    process = framework_agent.spawn("start", "t-1", request, AGENT_HANG=point)
     line = process.stdout.readline()
     assert line, f"the agent said nothing: {process.stderr.read()[-4000:]}"
     [proposed] = json.loads(line)["calls"]
     call = ToolCall.objects.get(pk=proposed["id"])
     services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
     reached = "attempts" if point == "before" else "effects"
-    assert wait_for(lambda: agent.records(reached), timeout=60), process.stderr.read() if process.poll() else "hung"
+    assert wait_for(lambda: framework_agent.records(reached), timeout=60), (
+        process.stderr.read() if process.poll() else "hung"
+    )
     assert ToolCall.objects.get(pk=call.pk).status == ToolCall.Status.EXECUTING  # claimed, no report
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
@@ -197,13 +148,15 @@ def nothing_stuck(call: ToolCall) -> None:
 
 @pytest.mark.parametrize("point", ["before", "after"])
 def test_an_idempotent_tool_killed_is_claimed_again_and_run_once_more_with_the_same_key(
-    agent, point, reviewer, sweeping, servers
+    framework_agent, point, reviewer, sweeping, servers
 ):
-    call = killed_at(agent, REFUND, point, reviewer)
+    call = killed_at(framework_agent, REFUND, point, reviewer)
 
-    output = finished(agent.spawn("resume", "t-1"))  # comes back at once: waits out the lapsed lease, claims again
+    output = finished(
+        framework_agent.spawn("resume", "t-1")
+    )  # comes back at once: waits out the lapsed lease, claims again
 
-    attempts, effects = agent.records("attempts"), agent.records("effects")
+    attempts, effects = framework_agent.records("attempts"), framework_agent.records("effects")
     assert len(attempts) == 2 and attempts[0]["key"] == attempts[1]["key"]  # run again, with the same key
     assert [e["what"] for e in effects] == ["refund A-1001 49.00"]  # the key made the second run harmless
     assert REFUNDED in output and REFUNDED in tool_messages(servers)
@@ -214,9 +167,9 @@ def test_an_idempotent_tool_killed_is_claimed_again_and_run_once_more_with_the_s
     nothing_stuck(call)
 
 
-def told_unknown(agent: Agent, call: ToolCall) -> None:
+def told_unknown(framework_agent: Agent, call: ToolCall) -> None:
     """The agent that comes back is told at once that the call's outcome is unknown, and runs nothing."""
-    code, event, err = ended(agent.spawn("resume", "t-1"))  # well before execute_once's 300 s
+    code, event, err = ended(framework_agent.spawn("resume", "t-1"))  # well before execute_once's 300 s
     assert code == 3, f"exited {code}: {event}\n{err[-4000:]}"  # OutcomeUnknown reached the agent as itself
     assert event["event"] == "outcome_unknown" and event["call_id"] == call.pk
     assert ToolCall.objects.get(pk=call.pk).status == ToolCall.Status.OUTCOME_UNKNOWN
@@ -224,16 +177,16 @@ def told_unknown(agent: Agent, call: ToolCall) -> None:
 
 
 def test_a_tool_killed_before_its_effect_is_outcome_unknown_then_run_once_when_it_did_not_run(
-    agent, reviewer, sweeping, servers
+    framework_agent, reviewer, sweeping, servers
 ):
-    call = killed_at(agent, EMAIL, "before", reviewer)
-    told_unknown(agent, call)
-    assert agent.records("effects") == [] and len(agent.records("attempts")) == 1
+    call = killed_at(framework_agent, EMAIL, "before", reviewer)
+    told_unknown(framework_agent, call)
+    assert framework_agent.records("effects") == [] and len(framework_agent.records("attempts")) == 1
 
     services.toolcall_settle(call_id=call.pk, reviewer=reviewer, answer="not_run")
-    output = finished(agent.spawn("resume", "t-1"))
+    output = finished(framework_agent.spawn("resume", "t-1"))
 
-    attempts, effects = agent.records("attempts"), agent.records("effects")
+    attempts, effects = framework_agent.records("attempts"), framework_agent.records("effects")
     assert len(attempts) == 2 and attempts[0]["key"] == attempts[1]["key"]
     assert len(effects) == 1 and effects[0]["what"].startswith("mail dana.smith@gmail.co")
     assert SENT in output and SENT in tool_messages(servers)
@@ -256,45 +209,39 @@ def settle_on_the_card(base_url: str, call: ToolCall, form: dict) -> int:
         return response.status
 
 
-@pytest.fixture
-def alice(reviewer):
-    hasher = PBKDF2PasswordHasher()
-    reviewer.password = hasher.encode("pw-alice", hasher.salt())
-    reviewer.save(update_fields=["password"])
-    return reviewer
-
-
 def test_a_tool_killed_after_its_effect_is_outcome_unknown_and_what_the_reviewer_says_it_did_is_its_output(
-    agent, alice, sweeping, servers
+    framework_agent, alice, sweeping, servers
 ):
-    call = killed_at(agent, EMAIL, "after", alice)
-    told_unknown(agent, call)
+    call = killed_at(framework_agent, EMAIL, "after", alice)
+    told_unknown(framework_agent, call)
 
     said = "Sent: the mail server's log shows it left at 07:02."
     assert settle_on_the_card(servers["hub"], call, {"answer": "ran", "output": said}) == 200
-    output = finished(agent.spawn("resume", "t-1"))
+    output = finished(framework_agent.spawn("resume", "t-1"))
 
-    assert len(agent.records("attempts")) == 1 and len(agent.records("effects")) == 1  # never run again
+    assert (
+        len(framework_agent.records("attempts")) == 1 and len(framework_agent.records("effects")) == 1
+    )  # never run again
     assert said in output and said in tool_messages(servers)  # the model read the reviewer's output
     assert ToolCall.objects.get(pk=call.pk).status == ToolCall.Status.EXECUTED
     nothing_stuck(call)
 
 
 def test_a_tool_killed_after_its_effect_whose_run_the_reviewer_fails_stops_the_agent_and_runs_nothing(
-    agent, alice, sweeping, servers
+    framework_agent, alice, sweeping, servers
 ):
-    call = killed_at(agent, EMAIL, "after", alice)
-    told_unknown(agent, call)
+    call = killed_at(framework_agent, EMAIL, "after", alice)
+    told_unknown(framework_agent, call)
     asked = len(model_requests(servers))
 
     form = {"answer": "fail", "reason": "The mail server lost its log; write to Dana by hand."}
     assert settle_on_the_card(servers["hub"], call, form) == 200
-    code, event, err = ended(agent.spawn("resume", "t-1"))
+    code, event, err = ended(framework_agent.spawn("resume", "t-1"))
 
     assert code == 4, f"exited {code}: {event}\n{err[-4000:]}"
     assert event["error"] == event["reviewhub_error"] == "ToolFailed"  # as itself, unwrapped
     assert form["reason"] in event["detail"]
-    assert len(agent.records("attempts")) == 1 and len(agent.records("effects")) == 1
+    assert len(framework_agent.records("attempts")) == 1 and len(framework_agent.records("effects")) == 1
     assert len(model_requests(servers)) == asked  # the model was not asked again
     assert ToolCall.objects.get(pk=call.pk).status == ToolCall.Status.FAILED
     assert Run.objects.get(pk=call.run_id).status == Run.Status.FAILED  # with the reason, for Retry

@@ -9,54 +9,21 @@ import signal
 import subprocess
 import sys
 import threading
-import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.hashers import PBKDF2PasswordHasher
-from django.core.management import call_command
-from django.db import connection
 from reviewhub_client import ReviewHub, WebhookInvalid, verify_webhook
 
-from tests.stack import Processes, free_port, production_env, start_asgi, wait_for_http
 from tests.waiting import wait_for
 
 from .frameworks import FRAMEWORKS, REQUEST, Example, Reviewer, tool_messages
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres, pytest.mark.usefixtures("fresh_model")]
 
 EDITED = {"order_id": "A-1001", "amount": "49", "reason": "Item arrived damaged"}
 SMALL_REQUEST = "Order A-1001 arrived broken. Please refund $49."
 REFUNDED_49 = "Refunded $49.00 on order A-1001."
-
-
-@pytest.fixture(scope="module")
-def servers(django_db_setup):
-    """ReviewHub (uvicorn, production settings, embedded: no Celery) and the scripted model, as processes."""
-    if connection.vendor != "postgresql":
-        pytest.skip("PostgreSQL is not reachable: the server under test shares the test database.")
-    model_port, hub_port = free_port(), free_port()
-    model_url = f"http://127.0.0.1:{model_port}/v1"
-    env = production_env(connection.settings_dict["NAME"], "", model_url, "unused")
-    processes = Processes(env | {"REVIEWHUB_WEBHOOK_ALLOW_PRIVATE": "1"})  # webhooks to a receiver on 127.0.0.1
-    try:
-        model = processes.start("manage.py", "model_server", "--port", str(model_port), log_name="model-frameworks")
-        wait_for_http(model_url + "/models", process=model)
-        start_asgi(processes, hub_port)
-        yield {"hub": f"http://127.0.0.1:{hub_port}", "model": model_url}
-    finally:
-        processes.stop()
-
-
-@pytest.fixture
-def token(servers) -> str:
-    """A token of the agent "support-bot", made as the README says (manage.py create_agent_token)."""
-    import io
-
-    out = io.StringIO()
-    call_command("create_agent_token", "support-bot", stdout=out, stderr=io.StringIO())
-    return out.getvalue().strip()
 
 
 @pytest.fixture
@@ -72,25 +39,17 @@ def example(request, make_example) -> Example:
     return make_example(request.param)
 
 
-@pytest.fixture(autouse=True)
-def fresh_model(servers):
-    """The model server's record of requests starts empty for each test."""
-    reset = urllib.request.Request(servers["model"].removesuffix("/v1") + "/_reset", data=b"{}", method="POST")
-    urllib.request.urlopen(reset, timeout=10).close()
-
-
 @pytest.fixture
-def alice(servers, reviewer) -> Reviewer:
-    """alice, logged in through the login form of the server, whose settings hash passwords as production does."""
-    hasher = PBKDF2PasswordHasher()
-    reviewer.password = hasher.encode("pw-alice", hasher.salt())
-    reviewer.save(update_fields=["password"])
+def alice_logged_in(servers, alice) -> Reviewer:
+    """alice, logged in through the login form of the server."""
     return Reviewer(servers["hub"], "alice", "pw-alice")
 
 
-def test_an_approved_call_runs_the_plain_tool_once_over_two_resumes_and_the_model_reads_json(example, alice, servers):
+def test_an_approved_call_runs_the_plain_tool_once_over_two_resumes_and_the_model_reads_json(
+    example, alice_logged_in, servers
+):
     [call] = example.run("start", "approved", SMALL_REQUEST)["calls"]
-    assert alice.approve(call["url"]) == 200
+    assert alice_logged_in.approve(call["url"]) == 200
     first = example.run("resume", "approved")["output"]
     again = example.run("resume", "approved")["output"]  # a second resume, in another process: nothing runs twice
     assert example.refunds() == [("A-1001", 49.0)]
@@ -99,48 +58,52 @@ def test_an_approved_call_runs_the_plain_tool_once_over_two_resumes_and_the_mode
     assert json.loads(output) == {"refunded": 49.0, "order_id": "A-1001", "message": REFUNDED_49}
 
 
-def test_an_edit_to_49_resumes_two_waiting_processes_at_once_and_refunds_49_once(example, alice, servers, token):
+def test_an_edit_to_49_resumes_two_waiting_processes_at_once_and_refunds_49_once(
+    example, alice_logged_in, servers, token
+):
     [call] = example.run("start", "edit-49", REQUEST)["calls"]  # this process pauses, proposes and exits
     assert call["arguments"]["amount"] == 490 and call["status"] == "pending"
     # Two other processes resume the same thread; both are waiting on the decision when it commits.
     resumers = [example.spawn("resume", "edit-49") for _ in range(2)]
     with ReviewHub(servers["hub"], token) as hub:
         assert hub.call(call["id"], wait=1).pending
-        alice.edit(call["url"], EDITED)
+        alice_logged_in.edit(call["url"], EDITED)
         outputs = [example.finish(process)["output"] for process in resumers]
         assert example.refunds() == [("A-1001", 49.0)]  # the tool ran the reviewer's 49, not the model's 490
         assert all(REFUNDED_49 in output for output in outputs), outputs
         executed = hub.call(call["id"])
     assert executed.status == "executed" and json.loads(executed.result.output)["message"] == REFUNDED_49
     assert type(executed.decision.arguments["amount"]) is int and executed.decision.arguments["amount"] == 49
-    page = alice.page(call["url"])
+    page = alice_logged_in.page(call["url"])
     assert "Refund $49 on order A-1001" in page and "Refund $49.0" not in page
 
 
-def test_a_rejection_with_guidance_gives_the_model_the_reason_and_the_guidance(example, alice, servers):
+def test_a_rejection_with_guidance_gives_the_model_the_reason_and_the_guidance(example, alice_logged_in, servers):
     reason, guidance = "The order total is $49, not $490.", "Offer the customer a replacement instead."
     waiting = example.spawn("start", "sent-back", REQUEST, "--wait")  # proposes, then waits for the decision
     [call] = json.loads(waiting.stdout.readline())["calls"]
-    assert alice.respond(call["url"], reason, guidance) == 200
+    assert alice_logged_in.respond(call["url"], reason, guidance) == 200
     example.finish(waiting)
     assert example.refunds() == []
     assert any(reason in output and guidance in output for output in tool_messages(servers)), tool_messages(servers)
 
 
-def test_a_rejection_reaches_the_frameworks_model_as_the_tool_result(example, alice, servers):
+def test_a_rejection_reaches_the_frameworks_model_as_the_tool_result(example, alice_logged_in, servers):
     reason = f"The order total is $49, not $490 ({example.script.stem})."
     waiting = example.spawn("start", "rejected", REQUEST, "--wait")  # proposes, then waits for the decision
     [call] = json.loads(waiting.stdout.readline())["calls"]
-    alice.reject(call["url"], reason)
+    alice_logged_in.reject(call["url"], reason)
     output = example.finish(waiting)["output"]
     assert reason in output and example.refunds() == []
     assert any(reason in output for output in tool_messages(servers))
 
 
-def test_a_tool_that_fails_ends_the_run_with_its_error_and_a_rerun_fails_the_same_way(example, alice, servers, token):
+def test_a_tool_that_fails_ends_the_run_with_its_error_and_a_rerun_fails_the_same_way(
+    example, alice_logged_in, servers, token
+):
     example.env["EXAMPLE_PAYMENT_DECLINES"] = "1"
     [call] = example.run("start", "declined", SMALL_REQUEST)["calls"]
-    alice.approve(call["url"])
+    alice_logged_in.approve(call["url"])
     assert "declined the refund on order A-1001" in example.fail("resume", "declined")
     assert "declined the refund on order A-1001" in example.fail("resume", "declined")  # the recorded failure
     assert not any("Please try again" in output for output in tool_messages(servers))
@@ -149,12 +112,14 @@ def test_a_tool_that_fails_ends_the_run_with_its_error_and_a_rerun_fails_the_sam
     assert example.refunds() == []
 
 
-def test_a_process_killed_while_waiting_resumes_from_its_own_persistence_and_refunds_once(example, alice, servers):
+def test_a_process_killed_while_waiting_resumes_from_its_own_persistence_and_refunds_once(
+    example, alice_logged_in, servers
+):
     waiting = example.spawn("start", "killed", REQUEST, "--wait")
     [call] = json.loads(waiting.stdout.readline())["calls"]
     os.killpg(waiting.pid, signal.SIGKILL)
     waiting.wait(timeout=30)
-    alice.edit(call["url"], EDITED)
+    alice_logged_in.edit(call["url"], EDITED)
     output = example.run("resume", "killed")["output"]
     assert REFUNDED_49 in output
     assert example.refunds() == [("A-1001", 49.0)]
@@ -181,10 +146,12 @@ def test_a_batched_interrupt_is_matched_to_the_ai_messages_tool_calls_by_name_an
     assert found["unmatched"].startswith("ValueError: batched HumanInTheLoopMiddleware interrupt: no tool call")
 
 
-def test_an_approved_call_whose_tool_ran_outside_the_gate_fails_the_resume_naming_the_call(make_example, alice):
+def test_an_approved_call_whose_tool_ran_outside_the_gate_fails_the_resume_naming_the_call(
+    make_example, alice_logged_in
+):
     example = make_example("langgraph")
     [call] = example.run("start", "forgotten", SMALL_REQUEST)["calls"]
-    alice.approve(call["url"])
+    alice_logged_in.approve(call["url"])
     done = outside_run("langgraph_forgotten_gate.py", "resume", "forgotten", env=example.env, cwd=example.data)
     assert done.returncode != 0
     assert f"call {call['id']} (issue_refund) was approved but never ran through ReviewHub's gate" in done.stderr
@@ -204,7 +171,7 @@ class Receiver(BaseHTTPRequestHandler):
         pass
 
 
-def test_a_decision_reaches_the_client_as_a_webhook_it_verifies(servers, token, alice):
+def test_a_decision_reaches_the_client_as_a_webhook_it_verifies(servers, token, alice_logged_in):
     Receiver.received = []
     receiver = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
@@ -216,7 +183,7 @@ def test_a_decision_reaches_the_client_as_a_webhook_it_verifies(servers, token, 
             hub.declare_tool("issue_refund", input_schema=schema)
             arguments = {"order_id": "A-1001", "amount": 490, "reason": "Item arrived damaged"}
             call = hub.propose(thread_id="hooked", tool="issue_refund", arguments=arguments, idempotency_key="h-1")
-            alice.edit(call.url, EDITED)
+            alice_logged_in.edit(call.url, EDITED)
             [(headers, body)] = wait_for(lambda: Receiver.received, timeout=60)
     finally:
         receiver.shutdown()

@@ -7,22 +7,19 @@ from playwright.sync_api import expect
 from approvals.models import Decision, Run, ToolCall
 from tests.waiting import wait_for
 
-from .test_live_browser import (  # noqa: F401 (the live stack's fixtures)
-    PUSHED,
-    is_live,
-    open_page,
-    resumed_by_the_worker,
-    stack,
-    start_run,
-)
+from .test_live_browser import PUSHED, is_live, start_run
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("resumed_by_the_worker"),
+]
 
 WHICH = "I'm dana.smith@example.com, my item arrived broken, please refund it."
 
 
 def test_a_question_reaches_both_reviewers_live_and_one_answer_settles_it(
-    open_page,  # noqa: F811 (the fixture imported above)
+    open_page,
     reviewer,
     reviewer2,
     requester,

@@ -16,16 +16,11 @@ from gateway import services as gateway_services
 from tests.reviewing import decide
 from tests.waiting import wait_for
 
-from .mcpgateway import McpClient, refunds, shop_gateway, shop_processes
+from .mcpgateway import McpClient, refunds, shop_processes
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 REFUND = {"order_id": "A-1001", "amount": 490, "reason": "arrived broken"}
-
-
-@pytest.fixture
-def gateway(tmp_path):
-    return shop_gateway("shopgw")
 
 
 def pending_call() -> ToolCall:

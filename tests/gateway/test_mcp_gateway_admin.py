@@ -9,16 +9,15 @@ from gateway.models import Upstream, UpstreamTool
 from gateway.server import gateway_server
 from remote.models import DeclaredTool
 
-from .mcpgateway import McpClient, refunds, shop_gateway
+from .mcpgateway import McpClient, refunds
 from .test_mcp_gateway import REFUND
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def gateway(tmp_path, monkeypatch):
+@pytest.fixture(autouse=True)
+def _shop_db_in_tmp(tmp_path, monkeypatch):
     monkeypatch.setenv("SHOP_DB", str(tmp_path / "shop.sqlite3"))
-    return shop_gateway("shopadmin")
 
 
 def refresh(admin_client, gateway):
@@ -90,7 +89,7 @@ def test_a_call_whose_arguments_fail_the_upstreams_schema_is_refused_naming_the_
 
 def test_a_policy_rule_forbidding_big_refunds_applies_to_the_gateways_calls(gateway, tmp_path):
     PolicyRule.objects.create(
-        name="No big refunds", tool_name="shopadmin.refund", field="amount", operator=">", value=100, outcome="forbid"
+        name="No big refunds", tool_name="shopgw.refund", field="amount", operator=">", value=100, outcome="forbid"
     )
     with McpClient(gateway_server(gateway.name)) as mcp:
         result = mcp.call_tool("refund", REFUND)

@@ -22,7 +22,7 @@ from approvals.models import AuditEvent, ToolCall
 from tests.reviewing import decide
 from tests.waiting import wait_for
 
-from .mcpgateway import McpClient, http_transport, refunds, shop_gateway
+from .mcpgateway import McpClient, http_transport, refunds
 from .test_mcp_gateway import pending_call
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -64,10 +64,11 @@ async def get_task(session, task_id: str) -> dict:
     return await session.send_request(GetTaskRequest(params=GetTaskRequestParams(task_id=task_id)), RAW)
 
 
-@pytest.fixture
-def gateway():
-    """The gateway of the `stdio` fixture (mcpgateway.py): a short answer-after, for the client without tasks."""
-    return shop_gateway("shoptasks", answer_after=2)
+@pytest.fixture(autouse=True)
+def _a_short_answer_after(gateway):
+    """The gateway answers a client without tasks after 2 s."""
+    gateway.answer_after_seconds = 2
+    gateway.save()
 
 
 def test_a_reviewed_call_is_a_task_working_while_it_waits_then_completed_with_the_result_once(

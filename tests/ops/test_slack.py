@@ -2,7 +2,6 @@
 to the call and its arguments hash, the message rewritten when anyone decides anywhere. Slack's Web
 API is a local stand-in (tests/ops/slack_standin.py): no test needs the internet."""
 
-import dataclasses
 import json
 import time
 from datetime import timedelta
@@ -10,71 +9,15 @@ from urllib.parse import urlencode
 
 import pytest
 from django.contrib.auth.models import Group
-from slack_sdk.signature import SignatureVerifier
 
 from approvals import services
 from approvals.models import PolicyRule, ToolCall, ToolSetting
-from approvals.tools import registry
 from ops.models import SlackChannel, SlackDecision, SlackIdentity, SlackMessage
 from tests.reviewing import REFUND_CALL, decide, propose
 
-from .slack_standin import SlackStandIn
+from .slack_standin import URL, press, press_body, proposed, signed
 
 pytestmark = pytest.mark.django_db
-SECRET = "slack-signing-secret-for-tests"
-URL = "/slack/interactions"
-
-
-@pytest.fixture
-def slack(settings, background_inline):
-    standin = SlackStandIn()
-    settings.SLACK_BOT_TOKEN, settings.SLACK_SIGNING_SECRET, settings.SLACK_API_URL = "xoxb-test", SECRET, standin.url
-    settings.REVIEWHUB_SITE_URL = "https://reviewhub.example.com"
-    SlackChannel.objects.create(group=None, channel_id="C-REVIEW")
-    yield standin
-    standin.close()
-
-
-@pytest.fixture
-def chat_refunds():
-    """Refunds may be decided from chat (the demo's refund tool does not allow it)."""
-    tool = registry.get("issue_refund")
-    registry.register(dataclasses.replace(tool, chat_decisions=True))
-    yield
-    registry.register(tool)
-
-
-@pytest.fixture
-def alice_in_slack(reviewer):
-    SlackIdentity.objects.create(user=reviewer, slack_user_id="U-ALICE")
-    return reviewer
-
-
-def proposed(run, django_capture_on_commit_callbacks) -> ToolCall:
-    with django_capture_on_commit_callbacks(execute=True):
-        return propose(run, *REFUND_CALL)
-
-
-def signed(body: str, secret: str = SECRET, timestamp: int | None = None) -> dict:
-    timestamp = str(int(time.time()) if timestamp is None else timestamp)
-    signature = SignatureVerifier(secret).generate_signature(timestamp=timestamp, body=body)
-    return {"X-Slack-Request-Timestamp": timestamp, "X-Slack-Signature": signature}
-
-
-def press_body(call: ToolCall, action: str = "approve", user: str = "U-ALICE", shown_hash: str | None = None) -> str:
-    value = json.dumps({"call": call.pk, "hash": shown_hash or call.review_hash})
-    payload = {
-        "type": "block_actions",
-        "user": {"id": user},
-        "channel": {"id": "C-REVIEW"},
-        "actions": [{"action_id": action, "value": value}],
-    }
-    return urlencode({"payload": json.dumps(payload)})
-
-
-def press(client, capture, body: str, headers: dict | None = None):
-    with capture(execute=True):
-        return client.post(URL, body, content_type="application/x-www-form-urlencoded", headers=headers or signed(body))
 
 
 def buttons(arguments: dict) -> list[str]:

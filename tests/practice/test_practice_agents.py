@@ -23,7 +23,7 @@ def _as_practice(call: ToolCall) -> ToolCall:
 
 
 @pytest.fixture
-def approved(refund_agent, reviewer):
+def approved_then_practice(refund_agent, reviewer):
     """A remote call alice approved, then made a practice call: (the agent, the call)."""
     call = ToolCall.objects.get(pk=refund_agent.propose()["id"])
     services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
@@ -32,8 +32,8 @@ def approved(refund_agent, reviewer):
     return refund_agent, _as_practice(call), key
 
 
-def test_the_agent_api_neither_reads_nor_claims_a_practice_call(approved):
-    agent, call, key = approved
+def test_the_agent_api_neither_reads_nor_claims_a_practice_call(approved_then_practice):
+    agent, call, key = approved_then_practice
 
     assert agent.get(f"/calls/{call.pk}").status_code == 404
     assert agent.post(f"/calls/{call.pk}/claim", {"execution_key": key}).status_code == 404
@@ -41,8 +41,8 @@ def test_the_agent_api_neither_reads_nor_claims_a_practice_call(approved):
     assert not AuditEvent.objects.filter(tool_call=call, kind=AuditEvent.Kind.EXECUTING).exists()
 
 
-def test_the_remote_claim_refuses_a_practice_call_even_when_it_is_found(approved, monkeypatch):
-    agent, call, key = approved
+def test_the_remote_claim_refuses_a_practice_call_even_when_it_is_found(approved_then_practice, monkeypatch):
+    agent, call, key = approved_then_practice
     monkeypatch.setattr(access.planted, "_hide", lambda queryset: queryset)  # as if the list forgot to hide it
 
     with pytest.raises(Conflict):
@@ -63,8 +63,8 @@ def test_the_mcp_gateway_never_claims_a_practice_call(reviewer):
     assert ToolCall.objects.get(pk=call.pk).status == ToolCall.Status.APPROVED
 
 
-def test_agents_are_never_shown_a_practice_call(approved):
-    agent, call, _ = approved
+def test_agents_are_never_shown_a_practice_call(approved_then_practice):
+    agent, call, _ = approved_then_practice
     assert not access.agent_calls(agent.agent.user).filter(pk=call.pk).exists()
     assert access.agent_calls(agent.agent.user, ToolCall.objects.exclude(pk=call.pk)).count() == 0
 

@@ -16,7 +16,7 @@ from tests.support import resumed
 
 
 @pytest.fixture
-def approved(refund_agent, reviewer):
+def approved_remote(refund_agent, reviewer):
     """A call alice approved: (the agent, the call as the agent sees it)."""
     call = ToolCall.objects.get(pk=refund_agent.propose()["id"])
     services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
@@ -27,21 +27,21 @@ def key(call: dict) -> str:
     return call["decision"]["execution_key"]
 
 
-def test_a_decision_on_a_remote_run_never_resumes_the_local_loop(approved):
-    _, call = approved
+def test_a_decision_on_a_remote_run_never_resumes_the_local_loop(approved_remote):
+    _, call = approved_remote
     assert resumed == []  # tests record what the local seam is asked to do
 
 
-def test_the_local_worker_never_executes_a_remote_call(approved):
-    _, call = approved
+def test_the_local_worker_never_executes_a_remote_call(approved_remote):
+    _, call = approved_remote
     row = ToolCall.objects.select_related("run").get(pk=call["id"])
 
     assert services.toolcall_execute(call=row) is False
     assert ToolCall.objects.get(pk=row.pk).status == "approved"
 
 
-def test_the_first_claim_wins_and_the_next_gets_the_recorded_state(approved):
-    agent, call = approved
+def test_the_first_claim_wins_and_the_next_gets_the_recorded_state(approved_remote):
+    agent, call = approved_remote
     first = agent.post(f"/calls/{call['id']}/claim", {"execution_key": key(call)})
     second = agent.post(f"/calls/{call['id']}/claim", {"execution_key": key(call)})
 
@@ -51,8 +51,8 @@ def test_the_first_claim_wins_and_the_next_gets_the_recorded_state(approved):
     assert AuditEvent.objects.filter(tool_call_id=call["id"], kind="executing").count() == 1
 
 
-def test_a_claim_with_the_wrong_key_is_a_conflict(approved):
-    agent, call = approved
+def test_a_claim_with_the_wrong_key_is_a_conflict(approved_remote):
+    agent, call = approved_remote
     response = agent.post(f"/calls/{call['id']}/claim", {"execution_key": "ek_" + "0" * 40})
     assert response.status_code == 409
     assert ToolCall.objects.get(pk=call["id"]).status == "approved"
@@ -64,8 +64,8 @@ def test_a_claim_of_a_pending_call_is_a_conflict(refund_agent):
     assert response.status_code == 409
 
 
-def test_a_report_is_recorded_in_the_trail_and_shown_on_the_run_page(approved, reviewer):
-    agent, call = approved
+def test_a_report_is_recorded_in_the_trail_and_shown_on_the_run_page(approved_remote, reviewer):
+    agent, call = approved_remote
     agent.post(f"/calls/{call['id']}/claim", {"execution_key": key(call)})
 
     response = agent.post(f"/calls/{call['id']}/result", {"execution_key": key(call), "ok": True, "output": "Refunded"})
@@ -81,8 +81,8 @@ def test_a_report_is_recorded_in_the_trail_and_shown_on_the_run_page(approved, r
     assert "Refunded" in client.get(f"/runs/{run_id}/").content.decode()
 
 
-def test_the_same_report_again_is_answered_the_same(approved):
-    agent, call = approved
+def test_the_same_report_again_is_answered_the_same(approved_remote):
+    agent, call = approved_remote
     report = {"execution_key": key(call), "ok": True, "output": "Refunded"}
     first = agent.post(f"/calls/{call['id']}/result", report)
     again = agent.post(f"/calls/{call['id']}/result", report)
@@ -91,8 +91,8 @@ def test_the_same_report_again_is_answered_the_same(approved):
     assert AuditEvent.objects.filter(tool_call_id=call["id"], kind="executed").count() == 1
 
 
-def test_a_different_report_after_one_is_a_conflict(approved):
-    agent, call = approved
+def test_a_different_report_after_one_is_a_conflict(approved_remote):
+    agent, call = approved_remote
     agent.post(f"/calls/{call['id']}/result", {"execution_key": key(call), "ok": True, "output": "Refunded"})
 
     response = agent.post(f"/calls/{call['id']}/result", {"execution_key": key(call), "ok": False, "output": "Oops"})
@@ -113,9 +113,9 @@ def test_a_report_for_a_call_that_was_not_approved_is_refused(refund_agent, revi
     assert not AuditEvent.objects.filter(tool_call=call, kind="executed").exists()
 
 
-def test_a_call_approved_but_never_reported_is_flagged_after_the_time_limit(approved, settings):
+def test_a_call_approved_but_never_reported_is_flagged_after_the_time_limit(approved_remote, settings):
     settings.REMOTE_REPORT_SECONDS = 600
-    _, call = approved
+    _, call = approved_remote
 
     services.sweep_apply(now=timezone.now() + timedelta(seconds=300))
     assert not AuditEvent.objects.filter(kind="unreported").exists()
@@ -158,9 +158,9 @@ def test_of_many_simultaneous_claims_exactly_one_wins(require_postgres, roles, d
     assert AuditEvent.objects.filter(tool_call=call, kind="executing").count() == 1
 
 
-def test_the_run_page_shows_a_call_flagged_as_never_reported(approved, reviewer, settings):
+def test_the_run_page_shows_a_call_flagged_as_never_reported(approved_remote, reviewer, settings):
     settings.REMOTE_REPORT_SECONDS = 600
-    _, call = approved
+    _, call = approved_remote
     services.sweep_apply(now=timezone.now() + timedelta(seconds=700))
     client = Client()
     client.force_login(reviewer)

@@ -23,7 +23,7 @@ schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", WSGIHandler(), c
 
 
 @pytest.fixture
-def token(db):
+def agent_token(db):
     """An agent with a declared tool and a call, so some generated requests find something.
 
     The requests then go through the WSGI handler in the test's transaction: it must not close the
@@ -44,10 +44,10 @@ def token(db):
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-def test_every_generated_request_gets_a_documented_answer(case, token):
+def test_every_generated_request_gets_a_documented_answer(case, agent_token):
     # Not positive_data_acceptance: what the document cannot say is checked too (the arguments against the
     # tool's own declared schema, an input schema that is a JSON Schema of an object, tools and calls that
     # exist), and refused with a 4xx naming the field, as the contract says.
     case.call_and_validate(
-        headers={"Authorization": f"Bearer {token}"}, excluded_checks=[checks.positive_data_acceptance]
+        headers={"Authorization": f"Bearer {agent_token}"}, excluded_checks=[checks.positive_data_acceptance]
     )

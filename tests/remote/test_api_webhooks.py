@@ -1,45 +1,17 @@
 """Webhooks: a decision is delivered signed as Standard Webhooks specifies, to checked targets, retried."""
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.test import Client
 from prometheus_client import REGISTRY
 from standardwebhooks.webhooks import Webhook as Verifier
 
-from approvals import services
-from approvals.models import ToolCall
 from remote import targets, tasks
 from remote.deliveries import ATTEMPTS, BACKOFF
 from remote.models import Webhook, WebhookDelivery
 from remote.services import delivery_attempt
-
-
-class Receiver(BaseHTTPRequestHandler):
-    status = 200
-    received: list = []
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers["content-length"]))
-        self.received.append((dict(self.headers), body.decode()))
-        self.send_response(self.status)
-        if self.status in (301, 302):
-            self.send_header("Location", "http://127.0.0.1:9/elsewhere")
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def receiver():
-    Receiver.received, Receiver.status = [], 200
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/hook", Receiver
-    server.shutdown()
+from tests.agentapi import decide
 
 
 @pytest.fixture
@@ -47,22 +19,6 @@ def scheduled(monkeypatch):
     calls = []
     monkeypatch.setattr(tasks, "schedule_delivery", lambda pk, countdown: calls.append((pk, countdown)))
     return calls
-
-
-@pytest.fixture
-def hooked(refund_agent, receiver, settings):
-    """The agent with a webhook on the local receiver (private addresses allowed, as on one machine)."""
-    settings.REVIEWHUB_WEBHOOK_ALLOW_PRIVATE = True
-    response = refund_agent.post("/webhooks", {"url": receiver[0]})
-    assert response.status_code == 201, response.json()
-    return refund_agent, response.json()
-
-
-def decide(agent, reviewer, django_capture_on_commit_callbacks) -> ToolCall:
-    call = ToolCall.objects.get(pk=agent.propose()["id"])
-    with django_capture_on_commit_callbacks(execute=True):
-        services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
-    return call
 
 
 def test_registering_shows_the_secret_once(hooked):

@@ -9,7 +9,7 @@ from django.utils import timezone
 from ops.models import NotificationPreference
 from remote.models import WebhookDelivery
 from reviewhub import periodic
-from tests.remote.test_api_webhooks import decide, hooked, receiver  # noqa: F401 (fixtures)
+from tests.agentapi import decide
 from tests.reviewing import pending_call
 from tests.waiting import wait_for
 
@@ -48,8 +48,8 @@ def test_the_embedded_default_sends_email_digests(make_run, reviewer, settings):
 
 
 def test_the_embedded_default_retries_a_webhook_delivery_whose_attempt_was_lost(
-    hooked,  # noqa: F811
-    receiver,  # noqa: F811
+    hooked,
+    receiver,
     reviewer,
     settings,
     django_capture_on_commit_callbacks,

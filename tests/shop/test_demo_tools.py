@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from approvals import services
-from approvals.models import Message, Run, ToolCall
+from approvals.models import ToolCall
 from approvals.services import EditInvalid, ProposedCall
 from approvals.tools import registry
 from tests.reviewing import model_reply
@@ -16,13 +16,6 @@ pytestmark = pytest.mark.django_db
 
 ARABIC_INDIC_1001 = "A-\u0661\u0660\u0660\u0661"
 EMAIL = {"to": "dana.smith@example.com", "subject": "Your order", "body": "It has shipped."}
-
-
-@pytest.fixture
-def run(shop, requester):
-    run = Run.objects.create(agent="support", request="Help the customer.", requested_by=requester)
-    services.message_append(run=run, role=Message.Role.USER, content=run.request)
-    return run
 
 
 def gate(run, name, arguments, call_id="call_1") -> ToolCall:
