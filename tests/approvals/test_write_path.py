@@ -4,7 +4,7 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from approvals import audit
+from approvals import audit, services
 from approvals.models import AuditEvent, AuditHead, Run
 
 pytestmark = pytest.mark.django_db
@@ -13,24 +13,32 @@ POSTGRES = pytest.mark.skipif(connection.vendor != "postgresql", reason="Postgre
 TRICKY = {"amount": 1e16, "zero": -0.0, "text": "naïve “quotes” \u2028 \\ backslash", "nested": [{"b": 1, "a": None}]}
 
 
+@pytest.fixture
+def run_with_no_events():
+    """A run as services.run_create() leaves it, with no event in its chain yet."""
+    return services.run_create(agent="support", request="Refund order A-1001.")
+
+
 @POSTGRES
-def test_events_are_appended_in_two_statements_however_many(run):
+def test_events_are_appended_in_two_statements_however_many(run_with_no_events):
     entries = [audit.Entry(AuditEvent.Kind.RESUMED, payload={"step": i}) for i in range(5)]
     with CaptureQueriesContext(connection) as queries, transaction.atomic():
-        events = audit.record_many(run, entries)
+        events = audit.record_many(run_with_no_events, entries)
     sql = [q["sql"] for q in queries.captured_queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))]
     assert len(sql) == 2, sql
     assert sql[0].endswith("FOR UPDATE")
-    stored = list(AuditEvent.objects.filter(run=run).order_by("pk"))[-5:]
+    stored = list(AuditEvent.objects.filter(run=run_with_no_events).order_by("pk"))[-5:]
     assert [e.pk for e in events] == [e.pk for e in stored]
     assert [e.payload["step"] for e in stored] == list(range(5))
-    head = AuditHead.objects.get(chain=run.pk)
-    assert head.last_hash == stored[-1].hash and head.seq == AuditEvent.objects.filter(chain=run.pk).count()
+    head = AuditHead.objects.get(chain=run_with_no_events.pk)
+    assert (
+        head.last_hash == stored[-1].hash and head.seq == AuditEvent.objects.filter(chain=run_with_no_events.pk).count()
+    )
     assert not head.anchored
 
 
-def test_a_payload_stored_by_the_fast_path_hashes_the_same_when_read_back(run):
-    event = audit.record(AuditEvent.Kind.RESUMED, run=run, payload=TRICKY)
+def test_a_payload_stored_by_the_fast_path_hashes_the_same_when_read_back(run_with_no_events):
+    event = audit.record(AuditEvent.Kind.RESUMED, run=run_with_no_events, payload=TRICKY)
     stored = AuditEvent.objects.get(pk=event.pk)
     assert stored.hash == event.hash and stored.hash_matches
     assert stored.payload["amount"] == 10**16 and stored.payload["zero"] == 0.0
