@@ -7,7 +7,8 @@ waiting; each hands the run over to the other when that kind of work is next."""
 from celery import shared_task
 from django.conf import settings
 
-from approvals import anchors, services
+from approvals import services
+from approvals.audit import anchors
 from reviewhub.background import background
 
 from . import loop

@@ -8,7 +8,8 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from approvals import anchors, audit
+from approvals import audit
+from approvals.audit import anchors
 from approvals.models import GLOBAL_CHAIN, AuditEvent, AuditHead, Run
 from tests.tampering import tampering
 
