@@ -57,7 +57,7 @@ either, in any ModelAdmin, Django's own user admin included: every registered Mo
 asks may_change_in_admin() (the admin site mixes auditors.AuditorsOnlyLook into each).
 Revoking an agent's token (can_revoke_tokens) and redelivering a webhook
 (can_redeliver_webhooks) are decided here too. Where a socket may come from
-(its Origin) is reviewhub/origins.py's check; who may open it is decided here.
+(its Origin) is approvals/lib/origins.py's check; who may open it is decided here.
 
 Every kind of pause (a tool call, a model turn, a checkpoint, a tool's question) is a
 ToolCall row, so the same rules decide them all. can_decide() and

@@ -17,7 +17,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.utils import get_random_secret_key
 
-from reviewhub.periodic import Periodic, beat_schedule
+from runtime.periodic import Periodic, beat_schedule
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -261,7 +261,7 @@ NOTIFY_DIGEST_MINUTES = env_int("NOTIFY_DIGEST_MINUTES", 15)
 LEARN_MIN_CALLS = env_int("LEARN_MIN_CALLS", 20)
 # How often the heads of the run chains that changed are anchored into the global audit chain (docs/audit.md).
 AUDIT_ANCHOR_SECONDS = env_int("AUDIT_ANCHOR_SECONDS", 60)
-# Periodic work (reviewhub/periodic.py): Celery beat's schedule and the embedded default's loop, one table.
+# Periodic work (runtime/periodic.py): Celery beat's schedule and the embedded default's loop, one table.
 PERIODIC_WORK = {
     "anchor-audit-heads": Periodic("agents.tasks.anchor_audit", float(AUDIT_ANCHOR_SECONDS), expires=True),
     "expire-overdue-calls": Periodic("agents.tasks.expire_overdue", 30.0),
