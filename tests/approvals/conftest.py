@@ -41,10 +41,12 @@ def question(make_run) -> ToolCall:
 
 
 @pytest.fixture
-def gated(make_run) -> ToolCall:
-    """A refund of $35 waiting for review; issue_refund is high impact: 5 s on the card, type the amount."""
+def gated(request, make_run) -> ToolCall:
+    """A refund of $35 waiting for review; issue_refund is high impact: 5 s on the card (the test module's
+    HIGH_IMPACT_SECONDS if it says), type the amount."""
+    seconds = getattr(request.module, "HIGH_IMPACT_SECONDS", 5)
     ToolSetting.objects.create(
-        tool_name="issue_refund", high_impact=True, high_impact_seconds=5, confirm_field="amount"
+        tool_name="issue_refund", high_impact=True, high_impact_seconds=seconds, confirm_field="amount"
     )
     return make_run(REFUND_35).tool_calls.get(status=ToolCall.Status.PENDING)
 

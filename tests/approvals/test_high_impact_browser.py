@@ -10,6 +10,8 @@ from tests.livestack import browser_login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
+HIGH_IMPACT_SECONDS = 3  # the card's time, waited out in real time here (the gated fixture reads it)
+
 
 def open_card(live_server, browser, reviewer, call):
     page = browser.new_page()
