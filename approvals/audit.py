@@ -92,20 +92,22 @@ def _event(entry: Entry, run, chain: int, prev_hash: str, now) -> AuditEvent:
 
 
 @transaction.atomic(savepoint=False)
-def record_many(run, entries: list[Entry]) -> list[AuditEvent]:
+def record_many(run, entries: list[Entry], *, new_chain: bool = False) -> list[AuditEvent]:
     """Append events to the run's chain (the global one without a run), in order: two statements however many
     on PostgreSQL (approvals/audit_store.py), three elsewhere.
 
-    Only that chain's head row is locked, so writers on different runs never wait for each other.
+    Only that chain's head row is locked, so writers on different runs never wait for each other. `new_chain`:
+    the run was inserted in this transaction, so nobody else can see its chain yet: its head row is inserted
+    with its first events (one statement on PostgreSQL) instead of being looked for and locked.
     """
     if not entries:
         return []
     chain = chain_of(run)
-    (head_id, last_hash), now = audit_store.lock_head(chain), timezone.now()
-    events = []
+    head_id, last_hash = (None, GENESIS_HASH) if new_chain else audit_store.lock_head(chain)
+    now, events = timezone.now(), []
     for entry in entries:
         events.append(_event(entry, run, chain, events[-1].hash if events else last_hash, now))
-    audit_store.append(events, head_id)
+    audit_store.append(events, head_id, chain=chain)
     for event in events:
         observers.event_recorded(event)
     return events

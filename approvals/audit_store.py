@@ -29,6 +29,18 @@ WITH appended AS (
 )
 SELECT id FROM appended ORDER BY id
 """
+# A new chain (its run inserted in the same transaction): the events and the chain's head row, one statement.
+_START = """
+WITH appended AS (
+    INSERT INTO approvals_auditevent
+        (run_id, tool_call_id, kind, actor_id, actor_label, payload, created_at, prev_hash, hash, chain)
+    VALUES {rows}
+    RETURNING id
+), started AS (
+    INSERT INTO approvals_audithead (chain, last_hash, seq, anchored) VALUES (%s, %s, %s, false)
+)
+SELECT id FROM appended ORDER BY id
+"""
 _ROW = "(%s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s)"
 
 
@@ -44,21 +56,27 @@ def lock_head(chain: int) -> tuple[int, str]:
     return row[0], row[1]
 
 
-def append(events: list[AuditEvent], head_id: int) -> None:
-    """Insert the events, in order, and move the head to the last one; each event gets its id."""
+def append(events: list[AuditEvent], head_id: int | None, *, chain: int) -> None:
+    """Insert the events, in order, and move the head to the last one; each event gets its id. Without a
+    `head_id` the chain is new (its run was inserted in this transaction): its head row is inserted instead."""
     if connection.vendor != "postgresql":
         AuditEvent.objects.bulk_create(events)
         moved = {"last_hash": events[-1].hash, "seq": F("seq") + len(events), "anchored": False}
-        AuditHead.objects.filter(pk=head_id).update(**moved)
+        if head_id is None:
+            AuditHead.objects.create(chain=chain, last_hash=events[-1].hash, seq=len(events))
+        else:
+            AuditHead.objects.filter(pk=head_id).update(**moved)
         return
     rows = [
         (e.run_id, e.tool_call_id, e.kind, e.actor_id, e.actor_label, json.dumps(e.payload), e.created_at)
         + (e.prev_hash, e.hash, e.chain)
         for e in events
     ]
-    sql = _APPEND.format(rows=", ".join([_ROW] * len(rows)))
+    values = [value for row in rows for value in row]
+    sql = (_APPEND if head_id is not None else _START).format(rows=", ".join([_ROW] * len(rows)))
+    head = [events[-1].hash, len(events), head_id] if head_id is not None else [chain, events[-1].hash, len(events)]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [value for row in rows for value in row] + [events[-1].hash, len(events), head_id])
+        cursor.execute(sql, values + head)
         ids = [row[0] for row in cursor.fetchall()]
     for event, pk in zip(events, ids, strict=True):
         event.pk = pk

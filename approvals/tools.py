@@ -261,7 +261,11 @@ class Registry:
             self._runs_here[advanced_by] = runs_here
 
     def for_call(self, call) -> Tool | None:
-        """The tool of this call: a registered tool for local runs; the run's own source's for others."""
+        """The tool of this call: a registered tool for local runs; the run's own source's for others (for a call
+        the gate has just admitted, the tool it admitted it under: its source is not asked again)."""
+        resolved = getattr(call, "resolved_tool", None)
+        if resolved is not None:
+            return resolved
         advanced_by = call.run.advanced_by
         if advanced_by == "local":
             return self.get(call.tool_name)

@@ -169,6 +169,13 @@ def tool_for_call(call) -> DeclaredToolAdapter | None:
     return tool
 
 
+def proposed_tool(tool: DeclaredTool, kind: str) -> DeclaredToolAdapter:
+    """The declaration a call is being proposed under, as the gate admits it (as a checkpoint, for a call of that
+    kind), built from the row the proposal read: the gate does not look it up again."""
+    adapter = adapter_for(tool)
+    return replace(adapter, kind=CHECKPOINT) if kind == ToolCall.Kind.CHECKPOINT else adapter
+
+
 def draft_problem(tool: DeclaredTool) -> str:
     """Why this declared tool cannot be asked for as a checkpoint ("" when it can): it must take a draft."""
     properties = tool.input_schema.get("properties") or {}
@@ -179,6 +186,8 @@ def draft_problem(tool: DeclaredTool) -> str:
 
 def _declared_for_call(call) -> DeclaredToolAdapter | None:
     """The declaration a remote call was proposed under; while it is being proposed, the agent's current one."""
+    if call.kind == ToolCall.Kind.TURN:
+        return None  # a model turn the agent asked to have reviewed: no tool
     if call.pk is not None:
         found = RemoteCall.objects.filter(tool_call_id=call.pk).values_list("tool_id", "tool__created_at").first()
         if found is not None:

@@ -6,7 +6,7 @@ refused with a clear output the model reads; facts that cannot be fetched — he
 for review, never run.
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from django.utils import timezone
 
@@ -15,19 +15,27 @@ from ..hashing import args_hash
 from ..models import AuditEvent, Message, Run, Tier, ToolCall
 from ..tools import CHECKPOINT, ArgumentsInvalid, Ask, Tool, ToolContext, registry
 from .deadlines import set_deadline
-from .questions import question_from_gate
+from .questions import question_from_gate, question_from_proposal
 from .steps import Gated, run_tool_body, step_store
 
 
 @dataclass(frozen=True)
 class ProposedCall:
     """One tool call as the model sent it: id, name, and the raw JSON argument string
-    (or, of kind checkpoint, a stage the loop holds: see agents/checkpoints.py)."""
+    (or, of kind checkpoint, a stage the loop holds: see agents/checkpoints.py).
+
+    A proposal from outside the loop (a remote agent's) may bring besides: the tool its source resolved already
+    (`tool`, so the gate does not look it up again), columns known when it is proposed (`fields`: the agent's
+    facts, its user's request) and a question it asks (`question`: it then waits as a question whatever its tier).
+    """
 
     call_id: str
     name: str
     raw_arguments: str
     kind: str = ToolCall.Kind.CALL
+    tool: Tool | None = None
+    fields: dict = field(default_factory=dict)
+    question: dict | None = None
 
 
 class _Refused(Exception):
@@ -39,14 +47,27 @@ ID_LENGTH = ToolCall._meta.get_field("call_id").max_length
 NAME_LENGTH = ToolCall._meta.get_field("tool_name").max_length
 
 
-def step_record(*, run: Run, content: str, calls: list[ProposedCall]) -> Message:
+def step_record(
+    *,
+    run: Run,
+    content: str,
+    calls: list[ProposedCall],
+    request: str = "",
+    ids_unique: bool = False,
+    settles_run: bool = False,
+) -> Message:
     """Store a step proposed for the run from outside the model loop (a remote or AG-UI agent, a checkpoint, a
     practice call): the message and each of its calls through the gate, in one transaction.
 
     Policy, descriptions and facts are worked out before it, outside any lock. Nothing runs here: calls policy
     approves (read-only ones too) are executed after the commit, claimed one by one, by whoever advances the run.
+    An unsaved run (services.run_open) is stored with the step. `request`: the user's new request, appended
+    before the step. `ids_unique`: the caller made every call id itself, unique, so the run's ids are not read.
+    `settles_run`: the caller advances the run (a remote agent): it waits while a call of the step is pending,
+    else it runs. The stored calls are `message.step_calls`.
     """
-    return _record(run=run, content=content, calls=calls, turn=None, transcript=None)
+    used = set() if ids_unique or run.pk is None else None
+    return _record(run=run, content=content, calls=calls, turn=None, used=used, request=request, settles=settles_run)
 
 
 def model_reply_record(
@@ -60,13 +81,22 @@ def model_reply_record(
     worker after its lease ran out, or a run cancelled meanwhile, records nothing and returns None. `transcript`
     is what the model read (for the next sequence number and the ids in use).
     """
-    return _record(run=run, content=content, calls=calls, turn=turn, transcript=transcript)
+    used = {c["id"] for m in transcript for c in m.tool_calls}
+    next_seq = transcript[-1].seq + 1
+    return _record(run=run, content=content, calls=calls, turn=turn, used=used, next_seq=next_seq)
 
 
 def _record(
-    *, run: Run, content: str, calls: list[ProposedCall], turn: int | None, transcript: list[Message] | None
+    *,
+    run: Run,
+    content: str,
+    calls: list[ProposedCall],
+    turn: int | None,
+    used: set[str] | None,
+    next_seq: int | None = None,
+    request: str = "",
+    settles: bool = False,
 ) -> Message | None:
-    used = None if transcript is None else {c["id"] for m in transcript for c in m.tool_calls}
     proposals = _storable_calls(run, calls, used)
     rules = policy.rules_for({p.name for p, _ in proposals})
     reasoning = storable.escape(content)
@@ -74,8 +104,12 @@ def _record(
     for item in gated if turn is not None else ():  # the model's reply (model_reply_record)
         if item.call.status == ToolCall.Status.APPROVED and item.tool.tier == Tier.READ_ONLY:
             _run_now(run, item)
-    next_seq = None if transcript is None else transcript[-1].seq + 1
-    return step_store(run=run, turn=turn, content=reasoning, gated=gated, next_seq=next_seq)
+    for item, (proposed, _) in zip(gated, proposals, strict=True):
+        if proposed.question and item.call.status not in (ToolCall.Status.FORBIDDEN, ToolCall.Status.INVALID):
+            question_from_proposal(item, proposed.question)
+    return step_store(
+        run=run, turn=turn, content=reasoning, gated=gated, next_seq=next_seq, request=request, settles=settles
+    )
 
 
 def _storable_calls(run: Run, calls: list[ProposedCall], used: set[str] | None) -> list[tuple[ProposedCall, str]]:
@@ -95,7 +129,7 @@ def _storable_calls(run: Run, calls: list[ProposedCall], used: set[str] | None) 
         problem = problem or _column_problem("tool name", proposed.name, NAME_LENGTH)
         name = storable.escape(proposed.name, limit=NAME_LENGTH)
         raw = storable.escape(proposed.raw_arguments)
-        result.append((ProposedCall(call_id, name, raw, proposed.kind), problem))
+        result.append((replace(proposed, call_id=call_id, name=name, raw_arguments=raw), problem))
     return result
 
 
@@ -128,10 +162,12 @@ def _gate(run: Run, reasoning: str, proposed: ProposedCall, problem: str, rules:
         reasoning=reasoning,
         user_request=run.request,
     )
+    for name, value in proposed.fields.items():
+        setattr(call, name, value)
     try:
         if problem:
             raise _Refused(ToolCall.Status.INVALID, "invalid", f"Error: this tool call was not run: {problem}.")
-        tool, args = _admit(call)
+        tool, args = _admit(call, proposed.tool)
         outcome = _decide_policy(call, tool, rules[tool.name])
     except _Refused as refused:
         return _refuse(call, refused)
@@ -144,16 +180,18 @@ def _gate(run: Run, reasoning: str, proposed: ProposedCall, problem: str, rules:
     # The setting from the snapshot the step's rules came from (read again if that was over a second ago).
     set_deadline(call=call, setting=policy_snapshot.tool_setting(tool.name, fresh=False), now=timezone.now())
     extra = {"arguments_hash": call.arguments_hash, "reasoning": call.reasoning, "expires_at": call.expires_at}
-    extra |= revisions.link_revision(call)  # the same tool again after a reviewer sent it back: its next round
+    if run.pk is not None:  # the same tool again after a reviewer sent it back: its next round (a new run has none)
+        extra |= revisions.link_revision(call)
     return _proposal(call, tool, args, rules, ToolCall.Status.PENDING, AuditEvent.Kind.PROPOSED, **extra)
 
 
-def _admit(call: ToolCall):
+def _admit(call: ToolCall, known: Tool | None = None):
     """The tool exists for the run's agent, may be offered, and its arguments pass the schema and the draft check.
 
-    A remote agent's run gets its tools from its own declarations (registry.for_call), never ReviewHub's."""
+    A remote agent's run gets its tools from its own declarations (registry.for_call, or `known`: the declaration
+    its proposal was checked against), never ReviewHub's."""
     if call.run.is_remote:
-        tool, available = registry.for_call(call), ""
+        tool, available = known or registry.for_call(call), ""
     else:  # a tool the run's agent may not call is unknown to it
         tool = registry.get(call.tool_name, agent=call.run.agent)
         available = " Available tools: " + ", ".join(t.name for t in registry.offered(agent=call.run.agent)) + "."
@@ -162,7 +200,7 @@ def _admit(call: ToolCall):
     if tool is None:
         output = f"Error: there is no tool named {call.tool_name!r}.{available}"
         raise _Refused(ToolCall.Status.INVALID, "invalid", output)
-    call.tier = tool.tier
+    call.tier, call.resolved_tool = tool.tier, tool  # registry.for_call(call) reads no declaration again
     if tool.tier == Tier.FORBIDDEN:
         raise _Refused(ToolCall.Status.FORBIDDEN, "forbidden", f"Error: {tool.name} is not allowed. Nothing was done.")
     try:

@@ -35,15 +35,16 @@ class AnswerRefused(EditInvalid):
         self.args = ("The answer is not valid.",)
 
 
-def _pend(call: ToolCall, ask: Ask) -> str:
-    """Make the call (stored or not) a pending question; "" when it waits, else the error the model reads."""
+def _pend(call: ToolCall, ask: Ask, *, fresh: bool = True) -> str:
+    """Make the call (stored or not) a pending question; "" when it waits, else the error the model reads.
+    Not `fresh`: its tool's setting as this thread read it a moment ago (the gate, for the same call)."""
     question = ask.as_question()
     problem = question_problem(question)
     if problem:
         return f"Error: {call.tool_name} asked a question nobody can answer: {problem}."
     call.kind, call.question, call.status = ToolCall.Kind.QUESTION, question, ToolCall.Status.PENDING
     call.required_approvals = 1
-    set_deadline(call=call, setting=policy_snapshot.tool_setting(call.tool_name), now=timezone.now())
+    set_deadline(call=call, setting=policy_snapshot.tool_setting(call.tool_name, fresh=fresh), now=timezone.now())
     return ""
 
 
@@ -91,6 +92,18 @@ def question_from_execution(call: ToolCall, ask: Ask) -> str:
     audit.record(AuditEvent.Kind.PROPOSED, tool_call=call, payload=_asked(call) | revised)
     live.call_changed(call.pk)
     return ""
+
+
+def question_from_proposal(item: Gated, question: dict) -> None:
+    """A remote agent's proposal asks (it carries a question): the call, as the gate left it, waits as a question
+    whatever its tier, stored so by the step's transaction with one trail event. The agent reads the answer in
+    the decision and never executes the call."""
+    call = item.call
+    problem = _pend(call, Ask(question.get("prompt", ""), question.get("schema"), question.get("payload")), fresh=False)
+    if problem:
+        raise AnswerRefused({"question": [problem]})
+    item.kind = AuditEvent.Kind.PROPOSED
+    item.payload |= _asked(call)
 
 
 @transaction.atomic

@@ -72,6 +72,29 @@ def run_create(
     return run
 
 
+def run_open(*, agent: str, request: str, requested_by: AbstractBaseUser, advanced_by: str) -> Run:
+    """A run its advancer opens with a first step of its own (a remote agent's first proposal in a thread): not
+    stored here. The step's transaction stores it (steps.step_store, turns.turn_request, through opened()) in
+    the step's own statements; nobody is asked to advance it, since its advancer is the one proposing."""
+    require(access.can_start_run(requested_by))
+    return Run(
+        agent=agent,
+        request=request,
+        requested_by=requested_by,
+        max_steps=settings.AGENT_MAX_STEPS,
+        advanced_by=advanced_by,
+    )
+
+
+def opened(run: Run) -> tuple[list[Message], list[audit.Entry]]:
+    """For a run from run_open() just inserted: its request as message 0 and its run_started event, for the
+    caller to store with the step's own rows and trail (in its chain's first append)."""
+    live.run_changed(run.pk)
+    payload = {"agent": run.agent, "request": run.request, "dry_run": run.dry_run}
+    entry = audit.Entry(audit.AuditEvent.Kind.RUN_STARTED, actor=run.requested_by, payload=payload)
+    return [Message(run=run, role=Message.Role.USER, content=run.request)], [entry]
+
+
 def run_set_status(*, run: Run, status: str, error: str = "") -> None:
     fields = {"status": status, "updated_at": timezone.now(), "thinking": False}
     if status in FINISHED:
