@@ -123,6 +123,7 @@ def start_server(args, port: int) -> subprocess.Popen:
             "--lifespan",
             "off",
             *(["--ws-per-message-deflate", "false"] if args.no_deflate else []),
+            *(["--workers", str(args.workers)] if getattr(args, "workers", 1) > 1 else []),
         ],
         cwd=ROOT,
         env=env,
