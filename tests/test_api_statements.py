@@ -10,8 +10,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from approvals import audit, policy_snapshot
+from approvals import audit
 from approvals.models import PolicyRule, Run, ToolCall
+from approvals.policy import snapshot as policy_snapshot
 from shop import demo_data
 from tests.agentapi import PROPOSAL, AgentClient
 from tests.test_api_checkpoints import CHECKPOINT, REPLY_TOOL

@@ -4,7 +4,8 @@ from django.db import transaction
 from django.db.models import Max, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from .. import live
+from approvals import live
+
 from ..models import Decision, Message, Run, ToolCall
 
 
