@@ -24,7 +24,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from approvals import access
-from remote.tokens import SHOWN, agent_for_token
+from remote.services import SHOWN, agent_for_token
 from reviewhub import origins
 
 from .models import Gateway
