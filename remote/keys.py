@@ -4,7 +4,7 @@ import hmac
 
 from django.conf import settings
 
-from approvals.hashing import args_hash
+from approvals.lib.hashing import args_hash
 from approvals.models import ToolCall
 
 

@@ -8,8 +8,9 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from .. import access, audit, live
-from ..advancers import advancer_for
+from approvals import access, audit, live
+from approvals.advancers import advancer_for
+
 from ..models import Message, Run, ToolCall
 from ..planted import planted
 from .errors import require
