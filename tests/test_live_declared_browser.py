@@ -105,3 +105,4 @@ def test_a_filter_applies_as_it_changes_without_a_reload_and_the_address_keeps_i
     expect(page).to_have_url(re.compile(r"\?.*tool=send_email.*&mine=1"))
     expect(page.locator("#queue li.qrow")).to_have_count(2)
     assert page.evaluate("window.notReloaded")
+    expect(page.locator("#live-status")).to_have_text("live")  # the socket was left alone, and the page says so

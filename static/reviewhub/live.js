@@ -212,7 +212,7 @@
   document.addEventListener("htmx:load", function (event) {
     var el = event.detail.elt;
     if (el === document.body) initNotifications();
-    if (el === document.body || el.tagName === "MAIN") { // the page, or its main part read again for new filters
+    if (el === document.body || el.id === "queue-body") { // the page, or the queue read again for new filters
       el.querySelectorAll("article.call, li.qrow").forEach(function (call) { announced.add(call.dataset.callId); });
     }
     if (el.id === "queue-count") syncTitle(el);
