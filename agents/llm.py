@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import openai
 from django.conf import settings
 
-from approvals import observers
+from approvals.audit import observers
 from approvals.services import ProposedCall
 
 log = logging.getLogger(__name__)
