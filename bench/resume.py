@@ -199,12 +199,12 @@ def report(results: dict, histories: list[int]) -> None:
         print(f"  {sql[:60]}…\n      {why}")
 
 
+HEALTH_CHECK = (
+    "SELECT 1 (in the worker, not in this process)",
+    "the worker's kept connection checked once per task (CONN_HEALTH_CHECKS): a restarted PostgreSQL must not "
+    "fail the run",
+)
 WHY = [
-    (
-        "SELECT 1",
-        "the worker's kept connection checked once per task (CONN_HEALTH_CHECKS): a restarted "
-        "PostgreSQL must not fail the run",
-    ),
     (
         'FROM "approvals_decision"',
         "its decisions: the final one's argument hash binds what runs to what was "
@@ -236,7 +236,7 @@ def statements_before_the_body(reviewer) -> list[tuple[str, str]]:
         services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
     with CaptureQueriesContext(connection) as queries:
         loop._run_approved_first(run.pk)
-    before = [("SELECT 1 (in the worker, not in this process)", WHY[0][1])]
+    before = [HEALTH_CHECK]
     for query in queries.captured_queries:
         sql = " ".join(query["sql"].split())
         before.append((sql, next((why for key, why in WHY if key in sql), "the tool's own facts, fetched again")))
