@@ -153,8 +153,8 @@ def toolcall_execute(*, call: ToolCall, loaded: bool = False) -> bool:
     Just before running, policy is evaluated again and the facts are fetched
     again (reads only, before any lock): a call that policy now forbids or wants
     more approvals for, or whose material facts changed, does not run and goes
-    back to the queue. Then one transaction claims the call and records that it
-    is executing, and the tool's body runs. `loaded`: the call was just read by
+    back to the queue. Then the call is claimed and its executing event recorded
+    together (one statement on PostgreSQL), and the tool's body runs. `loaded`: the call was just read by
     runnable_calls(), which leaves practice calls out; otherwise a practice call raises PracticeRefused
     (approvals/planted.py) and the call is read again here. Either way the claim makes sure that only one
     worker runs it.
