@@ -10,7 +10,7 @@ always did; SQLite lets one writer in at a time.
 
 One event on PostgreSQL (a decision, a claim, an output: most of the trail) takes one round trip:
 the head is locked, the event's hash computed from the head's last hash by PostgreSQL's own
-sha256() over the same canonical JSON (hashing.event_canonical_around), the event inserted and the
+sha256() over the same canonical JSON (lib/hashing.py: event_canonical_around), the event inserted and the
 head moved, in one statement. A chain's first event, which makes the head row, takes the way above.
 """
 
