@@ -6,7 +6,6 @@ from django.utils import timezone
 
 from approvals import audit, live, services
 from approvals.models import Message, Run, ToolCall
-from approvals.services.transcript import record_output
 
 from . import interrupts, offered
 from .conversation import Conversation, Seen
@@ -23,7 +22,7 @@ def _result_of_call(run: Run, seen: Seen) -> bool:
     ):
         payload = {"reported_by": run.agent, "arguments": call.approved_arguments, "ok": True, "output": seen.result}
         audit.record(audit.AuditEvent.Kind.EXECUTED, tool_call=call, payload=payload)
-        record_output(call=call, output=seen.result)
+        services.record_output(call=call, output=seen.result)
         live.call_changed(call.pk)
     return True
 

@@ -162,7 +162,7 @@ def toolcall_execute(*, call: ToolCall, loaded: bool = False) -> bool:
     if not loaded:
         planted.refuse(call)
         call = runnable_calls(pk=call.pk).first()
-    if call is None or not registry.runs_here(call):
+    if call is None or not call.run.advancer.executes(call):
         return False  # a remote agent's call is executed by its agent, through the agent API's claim and report
     if call.kind not in EXECUTABLE:
         return False  # a model turn or a tool's question is settled by its decision, never executed
