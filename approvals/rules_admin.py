@@ -22,7 +22,8 @@ class PolicyRuleForm(forms.ModelForm):
         fields = "__all__"
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         tool = registry.named(data.get("tool_name", ""))
         field = data.get("field")
         if tool is not None and field:

@@ -17,7 +17,8 @@ class TurnRuleForm(forms.ModelForm):
         fields = "__all__"
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         start, end = data.get("from_step"), data.get("until_step")
         if start and end and end < start:
             self.add_error("until_step", "The last turn comes before the first; swap them.")

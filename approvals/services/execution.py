@@ -12,7 +12,7 @@ from ..hashing import args_hash
 from ..models import ToolCall
 from ..planted import planted
 from ..text import edit_summary
-from ..tools import ArgumentsInvalid, Ask, Tool, ToolContext, registry
+from ..tools import Arguments, ArgumentsInvalid, Ask, Tool, ToolContext, registry
 from .deadlines import set_deadline
 from .decisions import counted_approvals, effective_group
 from .leases import Renewing, is_idempotent, lapsed_calls, lease_renew, lease_until
@@ -36,13 +36,14 @@ def toolcall_claim(*, call: ToolCall) -> bool:
 def _take(call: ToolCall) -> bool:
     """The claim itself: one UPDATE, the first statement of the block that records it (toolcall_execute)."""
     now = timezone.now()
-    fields = {"status": ToolCall.Status.EXECUTING, "claimed_at": now, "lease_expires_at": lease_until(now)}
+    until = lease_until(now)
+    fields = {"status": ToolCall.Status.EXECUTING, "claimed_at": now, "lease_expires_at": until}
     fresh = ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED)
     won = fresh.update(**fields)
     if not won and call.status == ToolCall.Status.EXECUTING and is_idempotent(call):
         won = lapsed_calls(now=now).filter(pk=call.pk).update(**fields)
     if won:
-        call.status, call.claimed_at, call.lease_expires_at = fields.values()
+        call.status, call.claimed_at, call.lease_expires_at = ToolCall.Status.EXECUTING, now, until
     return bool(won)
 
 
@@ -97,7 +98,7 @@ def _facts_still_hold(call: ToolCall, tool: Tool, args) -> Return | None:
 
 def _returned_fields(call: ToolCall, back: Return) -> dict:
     set_deadline(call=call, setting=policy_snapshot.tool_setting(call.tool_name), now=timezone.now())
-    fields = {
+    fields: dict[str, object] = {
         "status": ToolCall.Status.PENDING,
         "claimed_at": None,
         "returned_reason": back.reason,
@@ -153,50 +154,63 @@ def toolcall_execute(*, call: ToolCall, loaded: bool = False) -> bool:
     runnable_calls(); otherwise it is read again here. Either way the claim makes
     sure that only one worker runs it.
     """
-    if not loaded:
-        call = runnable_calls(pk=call.pk).first()
-    if call is not None:
-        planted.refuse(call)  # a practice call is never executed: PracticeRefused (approvals/planted.py)
-    if call is None or not registry.runs_here(call):
+    runnable = call if loaded else runnable_calls(pk=call.pk).first()
+    return runnable is not None and _execute(runnable)
+
+
+def _execute(call: ToolCall) -> bool:
+    planted.refuse(call)  # a practice call is never executed: PracticeRefused (approvals/planted.py)
+    if not registry.runs_here(call):
         return False  # a remote agent's call is executed by its agent, through the agent API's claim and report
     if call.kind not in EXECUTABLE:
         return False  # a model turn or a tool's question is settled by its decision, never executed
     retake = call.claimed_at is not None  # a call claimed before passed the checks before its worker died
-    tool, arguments = registry.for_call(call), call.approved_arguments
-    problem, args = _mismatch(call, tool, arguments)
-    if not problem and not retake:
-        back = _policy_still_allows(call, tool, arguments) or _facts_still_hold(call, tool, args)
+    approved = _approved(call)
+    if isinstance(approved, Approved) and not retake:
+        back = _policy_still_allows(call, approved.tool, approved.arguments) or _facts_still_hold(
+            call, approved.tool, approved.args
+        )
         if back is not None:
             _return_to_queue(call, back)
             return False
-    if not _claim_and_record(call, executing=not problem):
+    if not _claim_and_record(call, executing=isinstance(approved, Approved)):
         return False
-    if problem:
-        return _finish(call, ToolCall.Status.FAILED, problem)
+    if isinstance(approved, str):
+        return _finish(call, ToolCall.Status.FAILED, approved)
     context = ToolContext(call.idempotency_key, call.run_id, call.run.dry_run, retake)
     try:
         with Renewing(lambda: lease_renew(call_id=call.pk, claimed_at=call.claimed_at)):
-            status, output = run_tool_body(call, tool, args, context)
+            status, output = run_tool_body(call, approved.tool, approved.args, context)
     except Ask as ask:  # the tool asks a person: the call waits as a question (services/questions.py)
         status, output = ToolCall.Status.FAILED, question_from_execution(call, ask)
         if not output:
             return False
-    if call.arguments is not None and arguments != call.arguments:
-        output = f"{edit_summary(call.arguments, arguments)}\nResult: {output}"
+    if call.arguments is not None and approved.arguments != call.arguments:
+        output = f"{edit_summary(call.arguments, approved.arguments)}\nResult: {output}"
     return _finish(call, status, output)
 
 
-def _mismatch(call: ToolCall, tool: Tool | None, arguments) -> tuple[str, object]:
-    """Why what would run is not what was approved ("" when it is), and the parsed arguments."""
+@dataclass(frozen=True)
+class Approved:
+    """What is about to run, matched with what was approved: the tool, the arguments and their parsed form."""
+
+    tool: Tool
+    arguments: dict
+    args: Arguments
+
+
+def _approved(call: ToolCall) -> Approved | str:
+    """What would run, if it is what was approved; else why not (the call's output, for the model)."""
+    tool, arguments = registry.for_call(call), call.approved_arguments
     decision = call.final_decision()
     # What runs must be what was approved: same tool, same argument hash.
     expected_hash = decision.arguments_hash if decision else call.arguments_hash
     if tool is None or arguments is None or args_hash(arguments) != expected_hash:
-        return "Error: the approved call could not be matched; nothing was run.", None
+        return "Error: the approved call could not be matched; nothing was run."
     try:
-        return "", tool.parse(arguments)
+        return Approved(tool, arguments, tool.parse(arguments))
     except ArgumentsInvalid as exc:
-        return f"Error: the approved arguments are no longer valid: {exc.message()}", None
+        return f"Error: the approved arguments are no longer valid: {exc.message()}"
 
 
 @transaction.atomic

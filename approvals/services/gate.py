@@ -13,7 +13,7 @@ from django.utils import timezone
 from .. import policy, policy_snapshot, revisions, storable
 from ..hashing import args_hash
 from ..models import AuditEvent, Message, Run, Tier, ToolCall
-from ..tools import CHECKPOINT, ArgumentsInvalid, Ask, Tool, ToolContext, registry
+from ..tools import CHECKPOINT, Arguments, ArgumentsInvalid, Ask, Tool, ToolContext, registry
 from .deadlines import set_deadline
 from .questions import question_from_gate
 from .steps import Gated, run_tool_body, step_store
@@ -35,8 +35,8 @@ class _Refused(Exception):
         self.status, self.kind, self.output = status, kind, output
 
 
-ID_LENGTH = ToolCall._meta.get_field("call_id").max_length
-NAME_LENGTH = ToolCall._meta.get_field("tool_name").max_length
+ID_LENGTH = ToolCall.CALL_ID_LENGTH
+NAME_LENGTH = ToolCall.TOOL_NAME_LENGTH
 
 
 def step_record(*, run: Run, content: str, calls: list[ProposedCall]) -> Message:
@@ -46,7 +46,9 @@ def step_record(*, run: Run, content: str, calls: list[ProposedCall]) -> Message
     Policy, descriptions and facts are worked out before it, outside any lock. Nothing runs here: calls policy
     approves (read-only ones too) are executed after the commit, claimed one by one, by whoever advances the run.
     """
-    return _record(run=run, content=content, calls=calls, turn=None, transcript=None)
+    message = _record(run=run, content=content, calls=calls, turn=None, transcript=None)
+    assert message is not None  # only a model's reply, stored while its turn lasts, can be refused (step_store)
+    return message
 
 
 def model_reply_record(
@@ -72,8 +74,8 @@ def _record(
     reasoning = storable.escape(content)
     gated = [_gate(run, reasoning, proposed, problem, rules) for proposed, problem in proposals]
     for item in gated if turn is not None else ():  # the model's reply (model_reply_record)
-        if item.call.status == ToolCall.Status.APPROVED and item.tool.tier == Tier.READ_ONLY:
-            _run_now(run, item)
+        if item.call.status == ToolCall.Status.APPROVED and item.tool is not None and item.tool.tier == Tier.READ_ONLY:
+            _run_now(run, item, item.tool)
     next_seq = None if transcript is None else transcript[-1].seq + 1
     return step_store(run=run, turn=turn, content=reasoning, gated=gated, next_seq=next_seq)
 
@@ -131,24 +133,25 @@ def _gate(run: Run, reasoning: str, proposed: ProposedCall, problem: str, rules:
     try:
         if problem:
             raise _Refused(ToolCall.Status.INVALID, "invalid", f"Error: this tool call was not run: {problem}.")
-        tool, args = _admit(call)
-        outcome = _decide_policy(call, tool, rules[tool.name])
+        tool, args, arguments = _admit(call)
+        outcome = _decide_policy(call, tool, arguments, rules[tool.name])
     except _Refused as refused:
         return _refuse(call, refused)
     outcome = _describe_or_hold(call, tool, args, outcome)
+    shadow = policy.shadow_outcomes(tool, arguments, rules=rules[tool.name])
     if outcome.action == policy.RUN:
         call.approved_arguments = call.arguments
-        return _proposal(call, tool, args, rules, ToolCall.Status.APPROVED, AuditEvent.Kind.AUTO_RUN)
+        return _proposal(call, tool, args, shadow, ToolCall.Status.APPROVED, AuditEvent.Kind.AUTO_RUN)
     call.required_approvals = outcome.required_approvals
     call.review_group_id = outcome.group_id
     # The setting from the snapshot the step's rules came from (read again if that was over a second ago).
     set_deadline(call=call, setting=policy_snapshot.tool_setting(tool.name, fresh=False), now=timezone.now())
     extra = {"arguments_hash": call.arguments_hash, "reasoning": call.reasoning, "expires_at": call.expires_at}
     extra |= revisions.link_revision(call)  # the same tool again after a reviewer sent it back: its next round
-    return _proposal(call, tool, args, rules, ToolCall.Status.PENDING, AuditEvent.Kind.PROPOSED, **extra)
+    return _proposal(call, tool, args, shadow, ToolCall.Status.PENDING, AuditEvent.Kind.PROPOSED, **extra)
 
 
-def _admit(call: ToolCall):
+def _admit(call: ToolCall) -> tuple[Tool, Arguments, dict]:
     """The tool exists for the run's agent, may be offered, and its arguments pass the schema and the draft check.
 
     A remote agent's run gets its tools from its own declarations (registry.for_call), never ReviewHub's."""
@@ -170,16 +173,16 @@ def _admit(call: ToolCall):
     except ArgumentsInvalid as exc:
         output = f"Error: invalid arguments for {tool.name}: {exc.message()}"
         raise _Refused(ToolCall.Status.INVALID, "invalid", output)
-    call.arguments = args.model_dump(mode="json")
-    call.arguments_hash = args_hash(call.arguments)
+    call.arguments = arguments = args.model_dump(mode="json")
+    call.arguments_hash = args_hash(arguments)
     problem = tool.draft_problem(args)
     if problem:
         raise _Refused(ToolCall.Status.INVALID, "invalid", f"Error: {tool.name} was not run: {problem}")
-    return tool, args
+    return tool, args, arguments
 
 
-def _decide_policy(call: ToolCall, tool: Tool, rules: list) -> policy.PolicyOutcome:
-    outcome = policy.evaluate(tool, call.arguments, rules=rules)
+def _decide_policy(call: ToolCall, tool: Tool, arguments: dict, rules: list) -> policy.PolicyOutcome:
+    outcome = policy.evaluate(tool, arguments, rules=rules)
     call.policy = outcome.as_dict()
     if outcome.action == policy.FORBID:
         output = f"Error: {tool.name} is not allowed here ({outcome.reason}). Nothing was done."
@@ -201,9 +204,8 @@ def _describe_or_hold(call: ToolCall, tool: Tool, args, outcome: policy.PolicyOu
         return held
 
 
-def _proposal(call: ToolCall, tool: Tool, args, rules: dict, status: str, kind: str, **extra) -> Gated:
+def _proposal(call: ToolCall, tool: Tool, args, shadow: list, status: str, kind: str, **extra) -> Gated:
     call.status = status
-    shadow = policy.shadow_outcomes(tool, call.arguments, rules=rules[tool.name])
     payload = {
         "tool": tool.name,
         "arguments": call.arguments,
@@ -222,7 +224,7 @@ def _refuse(call: ToolCall, refused: _Refused) -> Gated:
     return Gated(call, refused.kind, payload)
 
 
-def _run_now(run: Run, item: Gated) -> None:
+def _run_now(run: Run, item: Gated, tool: Tool) -> None:
     """Run a read-only call that policy lets through, before the step's transaction: it changes nothing.
 
     Its key is the run's and the model's call id (the call has no row yet); the trail records it.
@@ -230,7 +232,7 @@ def _run_now(run: Run, item: Gated) -> None:
     call = item.call
     key = f"run-{run.public_id}-{call.call_id}"
     try:
-        status, output = run_tool_body(call, item.tool, item.args, ToolContext(key, run.pk, run.dry_run))
+        status, output = run_tool_body(call, tool, item.args, ToolContext(key, run.pk, run.dry_run))
     except Ask as ask:  # the tool asks a person: the call waits as a question (services/questions.py)
         status, output = ToolCall.Status.FAILED, question_from_gate(item, ask)
         if not output:

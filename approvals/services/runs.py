@@ -3,7 +3,7 @@
 from datetime import timedelta
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -33,7 +33,8 @@ def request_resume(run_id: int, *, approved: bool = False) -> None:
         planted.finish_run(run_id)
         return
     advanced_by = Run.objects.filter(pk=run_id).values_list("advanced_by", flat=True).first()
-    resume = import_string(getattr(settings, settings.RESUME_SEAMS.get(advanced_by, "REVIEWHUB_RESUME")))
+    seam = settings.RESUME_SEAMS.get(advanced_by, "REVIEWHUB_RESUME") if advanced_by else "REVIEWHUB_RESUME"
+    resume = import_string(getattr(settings, seam))
     transaction.on_commit(lambda: resume(run_id, approved=approved))
 
 
@@ -42,7 +43,7 @@ def run_create(
     *,
     agent: str,
     request: str,
-    requested_by: AbstractBaseUser | None = None,
+    requested_by: User | None = None,
     system_prompt: str = "",
     dry_run: bool = False,
     advanced_by: str = Run.AdvancedBy.LOCAL,
@@ -133,7 +134,7 @@ def run_complete(*, run: Run) -> None:
 
 
 @transaction.atomic
-def run_retry(*, run: Run, user: AbstractBaseUser) -> None:
+def run_retry(*, run: Run, user: User) -> None:
     """Put a failed run back in the queue from where it stopped."""
     require(access.can_act_on_run(user, run))
     updated = Run.objects.filter(pk=run.pk, status=Run.Status.FAILED).update(
@@ -150,7 +151,7 @@ def run_retry(*, run: Run, user: AbstractBaseUser) -> None:
 
 
 @transaction.atomic
-def run_cancel(*, run: Run, user: AbstractBaseUser) -> None:
+def run_cancel(*, run: Run, user: User) -> None:
     require(access.can_act_on_run(user, run))
     # Calls first, then the run: the order a decision locks them in, so the two cannot deadlock.
     pending = list(

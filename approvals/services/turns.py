@@ -97,7 +97,7 @@ def _store_pending(run: Run, step: int, sha256: str, message: Message, rule: Tur
     )
     set_deadline(call=call, setting=policy_snapshot.tool_setting(TURN_TOOL), now=now)
     call.save()
-    payload = {"tool": TURN_TOOL, "arguments": arguments, "arguments_hash": call.arguments_hash}
+    payload: dict[str, object] = {"tool": TURN_TOOL, "arguments": arguments, "arguments_hash": call.arguments_hash}
     payload |= {"description": call.description, "rule": rule.name if rule else "", "expires_at": call.expires_at}
     audit.record(AuditEvent.Kind.PROPOSED, tool_call=call, payload=payload)
     live.call_changed(call.pk)
@@ -125,6 +125,7 @@ def turn_request(*, run: Run, step: int, transcript: list[dict]) -> ToolCall:
     say which group decides; with none matching, any reviewer. The agent applies the decision itself."""
     rule, _ = turns.match(turns.enabled_rules(), turns.Turn(run.agent, step, turns.rows_of(transcript)))
     last = run.messages.order_by("-seq").first()
+    assert last is not None  # a run starts with its request
     return _store_pending(run, step, args_hash(transcript), last, rule, agent_facts={"transcript": transcript})
 
 
@@ -143,9 +144,12 @@ def _settled(run: Run, call: ToolCall, transcript: list[Message]) -> list[Messag
         return None
     if call.status != ToolCall.Status.APPROVED:
         return transcript  # applied already (a worker died after applying it): the model answers
+    bound = call.arguments
+    assert bound is not None  # {"step", "transcript_sha256"}, stored with the turn (_store_pending)
     with transaction.atomic():
-        if call.arguments.get("transcript_sha256") != transcript_hash(transcript):
-            return _refuse(run, call)
+        if bound.get("transcript_sha256") != transcript_hash(transcript):
+            _refuse(run, call, bound["step"])
+            return None
         if not ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED).update(
             status=ToolCall.Status.EXECUTED, executed_at=timezone.now()
         ):
@@ -154,9 +158,8 @@ def _settled(run: Run, call: ToolCall, transcript: list[Message]) -> list[Messag
         return _apply(run, call, transcript)
 
 
-def _refuse(run: Run, call: ToolCall) -> None:
+def _refuse(run: Run, call: ToolCall, step: int) -> None:
     """Fail closed: what the reviewer saw is not what the model would read now."""
-    step = call.arguments["step"]
     error = f"The transcript changed after model turn {step} was reviewed; the decision was not applied."
     if ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED).update(status=ToolCall.Status.FAILED):
         audit.record(AuditEvent.Kind.FAILED, tool_call=call, payload={"error": error})

@@ -1,7 +1,7 @@
 """Answering a tool's question: the form generated from its schema, posted here (declining is call_reject)."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.views.decorators.http import require_POST
 
 from .. import services
@@ -9,11 +9,12 @@ from ..panels import question_context
 from ..questions import AnswerInvalid, parse_answer
 from .calls import _decided
 from .panels import get_call_for_user, panel_response
+from .requests import ReviewerRequest
 
 
 @login_required
 @require_POST
-def call_answer(request: HttpRequest, pk: int) -> HttpResponse:
+def call_answer(request: ReviewerRequest, pk: int) -> HttpResponse:
     call = get_call_for_user(request, pk)
     values = {key.removeprefix("answer_"): value for key, value in request.POST.items() if key.startswith("answer_")}
     try:
