@@ -10,7 +10,7 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import ValidationError
 
@@ -20,7 +20,8 @@ from .tiers import Tier
 
 # What a reviewer may do with a call: approve it, edit and approve it, reject it with a reason, or
 # reject it and tell the agent what to do instead. A tool may offer fewer (a remote agent declares which).
-DECISIONS = ("approve", "edit", "reject", "respond")
+DecisionName = Literal["approve", "edit", "reject", "respond"]
+DECISIONS: tuple[DecisionName, ...] = ("approve", "edit", "reject", "respond")
 
 MASK = "***"
 

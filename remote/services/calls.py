@@ -43,7 +43,8 @@ def _thread_run(agent: RemoteAgent, thread_id: str, user_request: str) -> Run:
     thread = threads.select_related("run").first()
     if thread is not None:
         run = thread.run
-        if user_request and user_request != run.messages.filter(role="user").last().content:
+        last = run.messages.filter(role="user").last()
+        if user_request and (last is None or user_request != last.content):
             services.message_append(run=run, role=Message.Role.USER, content=user_request)
         return run
     run = services.run_create(
