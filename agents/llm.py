@@ -11,7 +11,7 @@ import openai
 from django.conf import settings
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolUnionParam
 
-from approvals import observers
+from approvals.audit import observers
 from approvals.services import ProposedCall
 
 log = logging.getLogger(__name__)

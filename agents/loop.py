@@ -15,7 +15,8 @@ import logging
 from django.conf import settings
 from django.db import transaction
 
-from approvals import services, storable
+from approvals import services
+from approvals.lib import storable
 from approvals.models import Message, Run, ToolCall
 from approvals.tools import registry
 

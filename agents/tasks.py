@@ -1,14 +1,15 @@
 """Advancing runs, and the periodic passes of settings.CELERY_BEAT_SCHEDULE that belong to runs.
 
 Tool execution and model turns go to separate places (the tools and turns Celery queues, or two thread
-pools in the embedded default: reviewhub/background.py), so a slow model never keeps an approved call
+pools in the embedded default: runtime/background.py), so a slow model never keeps an approved call
 waiting; each hands the run over to the other when that kind of work is next."""
 
 from celery import shared_task
 from django.conf import settings
 
-from approvals import anchors, services
-from reviewhub.background import background
+from approvals import services
+from approvals.audit import anchors
+from runtime.background import background
 
 from . import loop
 from .loop import TOOLS

@@ -8,7 +8,7 @@ from django.contrib import admin
 from pydantic import ValidationError as PydanticError
 
 from agents.agents import registry as agents
-from approvals.admin_readonly import ReadOnly
+from approvals.admin.readonly import ReadOnly
 from remote.declared import schema_problem, template_problem
 from remote.models import TOOL_NAME_PATTERN, RemoteAgent
 from remote.schemas import ToolIn

@@ -1,8 +1,8 @@
-"""The background task that takes an AG-UI agent's run further (reviewhub/background.py: Celery or a thread)."""
+"""The background task that takes an AG-UI agent's run further (runtime/background.py: Celery or a thread)."""
 
 from celery import shared_task
 
-from reviewhub.background import background
+from runtime.background import background
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)

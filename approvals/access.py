@@ -57,7 +57,7 @@ either, in any ModelAdmin, Django's own user admin included: every registered Mo
 asks may_change_in_admin() (the admin site mixes auditors.AuditorsOnlyLook into each).
 Revoking an agent's token (can_revoke_tokens) and redelivering a webhook
 (can_redeliver_webhooks) are decided here too. Where a socket may come from
-(its Origin) is reviewhub/origins.py's check; who may open it is decided here.
+(its Origin) is approvals/lib/origins.py's check; who may open it is decided here.
 
 Every kind of pause (a tool call, a model turn, a checkpoint, a tool's question) is a
 ToolCall row, so the same rules decide them all. can_decide() and
@@ -66,7 +66,7 @@ decide, `is_pending`, `review_round` and `decisions`; visible_calls() and
 readable_calls() filter any queryset on `review_group` and `run__requested_by`.
 Another kind of pause with those fields is judged by the same rules.
 
-A revision's card shows the round before it (approvals/revisions.py) only where everyone who
+A revision's card shows the round before it (approvals/kinds/revision.py) only where everyone who
 may see the card may see that call too (shown_on_card_of): the same run, no group or the same.
 """
 
@@ -78,8 +78,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.db.models import Exists, OuterRef, Q
 
-from . import policy_snapshot
-from .friction import friction_for
+from approvals.policy import snapshot as policy_snapshot
+from approvals.policy.friction import friction_for
+
 from .models import Run, ToolCall
 from .planted import planted
 from .tools import registry
@@ -387,7 +388,7 @@ def may_change_in_admin(user) -> bool:
 
 
 def can_add_learned_rule(user) -> tuple[bool, str]:
-    """Add a rule Insight proposes from decisions (approvals/learned.py), in shadow mode: who may add policy
+    """Add a rule Insight proposes from decisions (approvals/insight/learned.py), in shadow mode: who may add policy
     rules in the admin (staff with approvals.add_policyrule), never an auditor. Reading the proposals is
     reading Insight."""
     allowed, why = may_act(user)

@@ -11,7 +11,9 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from . import access, triage
+from approvals import access
+from approvals.web import triage
+
 from .models import Decision, ToolCall
 from .tools import registry
 
@@ -60,7 +62,7 @@ def sees_call_and_pending_count(user, call_id: int) -> tuple[bool, int]:
     return seen is not None, seen or 0
 
 
-# --- the triage list (approvals/triage.py says what its filters mean) ------------------------------
+# --- the triage list (approvals/web/triage.py says what its filters mean) ------------------------------
 
 ROW_FIELDS = (
     "id", "kind", "tool_name", "tier", "status", "description", "edited_description", "arguments", "approved_arguments",

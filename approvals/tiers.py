@@ -1,4 +1,4 @@
-"""The four risk tiers a tool is in, enforced in code (approvals/policy.py): a module of its own so that the tool
+"""The four risk tiers a tool is in, enforced in code (approvals/policy/): a module of its own so that the tool
 registry and the models both read it without reading each other."""
 
 from django.db import models

@@ -14,8 +14,9 @@ from typing import Any, Literal, Protocol
 
 from pydantic import ValidationError
 
-from . import storable
-from .text import key_text
+from approvals.lib import storable
+from approvals.lib.text import key_text
+
 from .tiers import Tier
 
 # What a reviewer may do with a call: approve it, edit and approve it, reject it with a reason, or

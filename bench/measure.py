@@ -30,7 +30,8 @@ from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from approvals import audit, export  # noqa: E402
+from approvals import audit  # noqa: E402
+from approvals.audit import export  # noqa: E402
 from approvals.models import AuditEvent, Decision, ToolCall  # noqa: E402
 
 BUDGET_MS = 300

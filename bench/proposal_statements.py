@@ -73,7 +73,7 @@ def measure(label: str, send, show_sql: bool) -> None:
 def main() -> None:
     args = parse_args()
     setup_django(args.database_url, REDIS_URL="", REVIEWHUB_WEBHOOK_ALLOW_PRIVATE="1")
-    from approvals import policy_snapshot
+    from approvals.policy import snapshot as policy_snapshot
     from shop import demo_data
     from tests.agentapi import AgentClient
 

@@ -35,7 +35,7 @@ from psycopg import Copy  # noqa: E402
 from seed_calls import CallLifecycle  # noqa: E402
 
 from approvals.audit import _json_safe  # noqa: E402
-from approvals.hashing import event_hash  # noqa: E402
+from approvals.lib.hashing import event_hash  # noqa: E402
 from approvals.models import (  # noqa: E402
     GENESIS_HASH,
     AuditEvent,

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 from psycopg import Copy
 
-from approvals.hashing import args_hash
+from approvals.lib.hashing import args_hash
 from approvals.models import ShadowResult
 
 TOOLS = [  # name, tier, weight

@@ -3,7 +3,7 @@
 from asgiref.sync import async_to_sync
 from django.contrib import admin, messages
 
-from approvals.admin_filters import RefuseUnstorableQuery
+from approvals.admin.filters import RefuseUnstorableQuery
 
 from . import services
 from .models import Gateway, Upstream, UpstreamTool

@@ -6,7 +6,7 @@ gateway and process, started by the first request (it opens the upstreams once a
 sessions; a session answers only to the credential that opened it (the SDK checks).
 
 Before any of that, the doors every entry point has: a Host outside ALLOWED_HOSTS is a 400 (as Django answers),
-an Origin that is not the site's own or in CSRF_TRUSTED_ORIGINS a 403 (reviewhub/origins.py); the SDK's own
+an Origin that is not the site's own or in CSRF_TRUSTED_ORIGINS a 403 (approvals/lib/origins.py); the SDK's own
 DNS-rebinding check (its transport security settings) is given the same hosts and origins where its exact
 matching can say them.
 """
@@ -24,8 +24,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from approvals import access
+from approvals.lib import origins
 from remote.tokens import SHOWN, agent_for_token
-from reviewhub import origins
 
 from .models import Gateway
 from .server import gateway_server
@@ -57,7 +57,7 @@ async def _refuse(send, status: int, detail: str) -> None:
 def transport_security() -> TransportSecuritySettings:
     """The SDK's Host and Origin check, with Django's ALLOWED_HOSTS and CSRF_TRUSTED_ORIGINS. Django's wildcards
     ("*", ".example.com", "https://*.example.com") have no equal in the SDK's exact lists: with one of them,
-    the check in front (reviewhub/origins.py) is the only one."""
+    the check in front (approvals/lib/origins.py) is the only one."""
     hosts, trusted = origins.allowed_hosts(), settings.CSRF_TRUSTED_ORIGINS
     if any(host == "*" or host.startswith(".") for host in hosts) or any("*" in origin for origin in trusted):
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)

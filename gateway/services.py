@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from approvals import audit, live
-from approvals.hashing import canonical_json
+from approvals.lib.hashing import canonical_json
 from approvals.models import Tier, ToolCall
 from approvals.tools import DECISIONS
 from remote import services as remote_services

@@ -62,9 +62,9 @@ def redis() -> str:
 
 
 def broker() -> str:
-    from reviewhub.celery import app
+    from celery import current_app  # the project's Celery app (reviewhub/celery.py), configured at startup
 
-    with app.connection_for_write() as connection:
+    with current_app.connection_for_write() as connection:
         connection.ensure_connection(max_retries=0, timeout=2)
     return ""
 

@@ -128,7 +128,7 @@ def exposition() -> tuple[bytes, str]:
 
 
 def measured(what: str, seconds: float, error: str = "") -> None:
-    """A timing from approvals.observers.measured (settings.REVIEWHUB_MEASURE)."""
+    """A timing from approvals.audit.observers.measured (settings.REVIEWHUB_MEASURE)."""
     if what == "model_call":
         model_call_observed(seconds, error)
     elif what == "push_fanout":

@@ -1,10 +1,10 @@
 """The audit trail's observer for notifications (settings.REVIEWHUB_OBSERVERS): it runs after the commit
-of each event and only enqueues the tasks of ops/tasks.py (reviewhub/background.py), never sends itself."""
+of each event and only enqueues the tasks of ops/tasks.py (runtime/background.py), never sends itself."""
 
 from django.conf import settings
 
 from approvals.models import AuditEvent
-from reviewhub.background import background
+from runtime.background import background
 
 from . import tasks
 

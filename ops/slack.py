@@ -16,8 +16,8 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from approvals.access import chat_decisions_allowed
+from approvals.lib.text import visible
 from approvals.models import Decision, ToolCall
-from approvals.text import visible
 from approvals.tools import registry
 
 from . import metrics

@@ -16,7 +16,7 @@ from slack_sdk.signature import SignatureVerifier
 from approvals.access import can_decide_in_chat
 from approvals.models import Decision, ToolCall
 from approvals.services import DecisionError, toolcall_decide
-from reviewhub.background import background
+from runtime.background import background
 
 from . import tasks
 from .models import SlackDecision, SlackIdentity

@@ -6,7 +6,7 @@ from django import forms
 from django.contrib import admin
 
 from approvals.access import practice_calls_for
-from approvals.admin_readonly import ReadOnly
+from approvals.admin.readonly import ReadOnly
 from approvals.tools import registry
 
 from .models import PracticeCall, PracticeSetting

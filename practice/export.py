@@ -3,7 +3,7 @@
 import csv
 import io
 
-from approvals.export import spreadsheet_text
+from approvals.audit.export import spreadsheet_text
 
 from .models import PracticeCall
 
@@ -39,7 +39,7 @@ def _row(practice: PracticeCall) -> list:
 
 
 def csv_text(practice_calls) -> str:
-    """Every cell quoted, and a cell that would start like a formula marked as text (approvals/export.py)."""
+    """Every cell quoted, and a cell that would start like a formula marked as text (approvals/audit/export.py)."""
     out = io.StringIO()
     writer = csv.writer(out, quoting=csv.QUOTE_ALL)
     writer.writerow(COLUMNS)

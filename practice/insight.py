@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from math import sqrt
 from statistics import median
 
-from approvals import charts
-from approvals.insight import FAST_APPROVAL, Window
+from approvals.insight import FAST_APPROVAL, Window, charts
 from approvals.models import AuditEvent
 
 from .models import PracticeCall

@@ -4,8 +4,8 @@ from django import forms
 from django.contrib import admin, messages
 
 from approvals import access
-from approvals.admin_filters import RefuseUnstorableQuery
-from approvals.admin_readonly import ReadOnly
+from approvals.admin.filters import RefuseUnstorableQuery
+from approvals.admin.readonly import ReadOnly
 
 from . import services, targets
 from .models import AgentToken, DeclaredTool, RemoteAgent, Webhook, WebhookDelivery

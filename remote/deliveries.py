@@ -15,7 +15,7 @@ from django.db.models import F
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook as Signer
 
-from approvals import observers
+from approvals.audit import observers
 
 from . import targets
 from .models import WebhookDelivery

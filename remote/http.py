@@ -11,7 +11,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 from ninja.security import HttpBearer
 
-from approvals import storable
+from approvals.lib import storable
 
 from .errors import ApiError, Invalid, TooLarge, invalid_fields
 from .tokens import agent_for_token
@@ -20,7 +20,7 @@ UNAUTHORIZED = "A valid agent token is required: Authorization: Bearer rh_… (s
 
 
 class StorableParser(Parser):
-    """JSON read with approvals.storable's rules: what the database cannot store is refused, field by field."""
+    """JSON read with approvals.lib.storable's rules: what the database cannot store is refused, field by field."""
 
     def parse_body(self, request):
         if len(request.body) > settings.REVIEWHUB_API_MAX_BODY_BYTES:

@@ -1,5 +1,5 @@
 """Webhook deliveries: each attempt a task, the next one scheduled with its backoff as a countdown
-(reviewhub/background.py: a Celery countdown, or a timer thread in the embedded default)."""
+(runtime/background.py: a Celery countdown, or a timer thread in the embedded default)."""
 
 from datetime import timedelta
 
@@ -7,7 +7,7 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from reviewhub.background import background
+from runtime.background import background
 
 from .deliveries import delivery_attempt, retry_wait
 from .models import WebhookDelivery

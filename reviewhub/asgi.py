@@ -9,10 +9,10 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from approvals.lib.origins import SameOriginValidator  # noqa: E402
 from approvals.live import remember_loop  # noqa: E402
-from approvals.routing import websocket_urlpatterns  # noqa: E402
+from approvals.live.routing import websocket_urlpatterns  # noqa: E402
 from gateway.http import with_mcp  # noqa: E402
-from reviewhub.origins import SameOriginValidator  # noqa: E402
 
 websocket_router = URLRouter(websocket_urlpatterns)  # type: ignore[arg-type]  # stubs: a pattern type path() never makes
 application = ProtocolTypeRouter(

@@ -17,7 +17,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.utils import get_random_secret_key
 
-from reviewhub.periodic import Periodic, beat_schedule
+from runtime.periodic import Periodic, beat_schedule
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -103,7 +103,7 @@ SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 
 INSTALLED_APPS = [
     "daphne",
-    "approvals.admin_site.AdminConfig",  # django.contrib.admin, whose every ModelAdmin asks approvals/access.py
+    "approvals.apps.AdminConfig",  # django.contrib.admin, whose every ModelAdmin asks approvals/access.py
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -165,7 +165,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "approvals.context_processors.queue_count",
+                "approvals.web.context_processors.queue_count",
             ],
         },
     },
@@ -173,7 +173,7 @@ TEMPLATES = [
 
 # Database: PostgreSQL through DATABASE_URL, else SQLite (WAL) in var/. Celery workers keep their
 # connection between tasks for WORKER_CONN_MAX_AGE seconds (reviewhub/celery.py); web processes do not,
-# except the thread that works out the live pushes (approvals/fanout.py), for PUSH_CONN_MAX_AGE seconds.
+# except the thread that works out the live pushes (approvals/live/fanout.py), for PUSH_CONN_MAX_AGE seconds.
 WORKER_CONN_MAX_AGE = env_int("WORKER_CONN_MAX_AGE", 300)
 PUSH_CONN_MAX_AGE = env_int("PUSH_CONN_MAX_AGE", 300)
 DATABASE_URL = env_str("DATABASE_URL")
@@ -256,12 +256,12 @@ SWEEP_MAX_ATTEMPTS = env_int("SWEEP_MAX_ATTEMPTS", 5)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("BROKER_VISIBILITY_TIMEOUT", 600)}
 # Reviewers who chose an email digest get one this often, when something new waits for them.
 NOTIFY_DIGEST_MINUTES = env_int("NOTIFY_DIGEST_MINUTES", 15)
-# Insight proposes a rule learned from decisions (approvals/learned.py) only with at least this many plain
+# Insight proposes a rule learned from decisions (approvals/insight/learned.py) only with at least this many plain
 # approvals under it in its window.
 LEARN_MIN_CALLS = env_int("LEARN_MIN_CALLS", 20)
 # How often the heads of the run chains that changed are anchored into the global audit chain (docs/audit.md).
 AUDIT_ANCHOR_SECONDS = env_int("AUDIT_ANCHOR_SECONDS", 60)
-# Periodic work (reviewhub/periodic.py): Celery beat's schedule and the embedded default's loop, one table.
+# Periodic work (runtime/periodic.py): Celery beat's schedule and the embedded default's loop, one table.
 PERIODIC_WORK = {
     "anchor-audit-heads": Periodic("agents.tasks.anchor_audit", float(AUDIT_ANCHOR_SECONDS), expires=True),
     "expire-overdue-calls": Periodic("agents.tasks.expire_overdue", 30.0),

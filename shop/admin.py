@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from approvals.admin_records import revealed
+from approvals.admin.base import revealed
 
 from .models import Customer, Order, OrderNote, OutgoingEmail, Refund
 

@@ -76,7 +76,7 @@ def seed_users() -> dict:
 
 def seed_governance() -> None:
     """Who decides what, and how long calls may wait: large refunds only by "senior", behind the high-impact
-    gate (approvals/friction.py);
+    gate (approvals/policy/friction.py);
     refunds and emails wait at most an hour, then an overdue refund goes to "senior" once."""
     setup_roles()
     senior = Group.objects.get(name="senior")

@@ -7,7 +7,7 @@ from django.db import models
 from django.db.models import Sum
 from django.utils import timezone
 
-from approvals.text import visible
+from approvals.lib.text import visible
 
 
 class Customer(models.Model):

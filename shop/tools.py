@@ -13,7 +13,7 @@ from django.db.models import OuterRef, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from approvals.text import money
+from approvals.lib.text import money
 from approvals.tools import ToolContext, ToolError
 
 from .models import Customer, Order, OrderNote, OutgoingEmail, Refund

@@ -1,7 +1,7 @@
 """Who gets what from every URL and socket route: one table, checked by
 test_url_access.py (HTTP, the admin included) and test_socket_access.py (sockets).
 
-The routes are read from the URL configuration and approvals/routing.py, so a
+The routes are read from the URL configuration and approvals/live/routing.py, so a
 route added without a row here fails those tests, naming the route.
 """
 
@@ -18,8 +18,8 @@ from django.shortcuts import resolve_url
 from django.urls import URLResolver, get_resolver, reverse
 
 from approvals import services
+from approvals.live.routing import websocket_urlpatterns
 from approvals.models import PolicyRule, Run, ToolCall, ToolSetting, TurnRule, TurnShadow
-from approvals.routing import websocket_urlpatterns
 from ops.models import NotificationPreference, SlackChannel, SlackIdentity
 from shop import demo_data
 from shop.models import Order, OutgoingEmail, Refund

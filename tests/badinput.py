@@ -3,8 +3,8 @@
 import json
 
 from approvals import services
+from approvals.kinds.question import AnswerInvalid, validated_answer
 from approvals.models import Decision, Message, Run, ToolCall
-from approvals.questions import AnswerInvalid, validated_answer
 from approvals.services import ProposedCall
 from approvals.tools import ArgumentsInvalid, registry
 

@@ -7,7 +7,7 @@ from django.db import connection, connections
 from agents import loop, model_server
 from approvals import services
 from approvals.models import Message, Run
-from reviewhub import background
+from runtime import background
 from shop import demo_data
 from tests import stack, support
 from tests.agentapi import agent, other_agent, refund_agent  # noqa: F401 (the agent API's fixtures)

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from approvals.hashing import args_hash
+from approvals.lib.hashing import args_hash
 from approvals.models import Message, Run, ToolCall
 from approvals.tools import registry
 from shop.models import Customer

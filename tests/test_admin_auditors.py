@@ -9,7 +9,7 @@ from django.contrib.auth.models import Group
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
-from approvals.auditors import AuditorsOnlyLook
+from approvals.admin.auditors import AuditorsOnlyLook
 from shop.models import Order, Refund
 
 REGISTERED = sorted(admin.site._registry.items(), key=lambda item: item[0]._meta.label)

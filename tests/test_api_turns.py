@@ -7,7 +7,7 @@ from django.contrib.auth.models import Group
 from django.urls import reverse
 
 from approvals import services
-from approvals.hashing import args_hash
+from approvals.lib.hashing import args_hash
 from approvals.models import AuditEvent, ToolCall, TurnRule
 
 pytestmark = pytest.mark.django_db

@@ -253,7 +253,7 @@ def test_list_and_chain_pages_run_as_many_queries_with_more_data(client, auditor
 
 
 def test_the_lists_never_count_the_whole_table(client, auditor, approved_refund):
-    from approvals.admin_records import CappedPaginator
+    from approvals.admin.base import CappedPaginator
 
     client.force_login(auditor)
     for model in RECORD:
@@ -263,7 +263,7 @@ def test_the_lists_never_count_the_whole_table(client, auditor, approved_refund)
 
 
 def test_a_capped_list_says_there_are_more(client, auditor, approved_refund, monkeypatch):
-    from approvals.admin_records import CappedPaginator
+    from approvals.admin.base import CappedPaginator
 
     monkeypatch.setattr(CappedPaginator, "cap", 3)
     client.force_login(auditor)

@@ -8,7 +8,8 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from approvals import anchors, audit
+from approvals import audit
+from approvals.audit import anchors
 from approvals.models import GLOBAL_CHAIN, AuditEvent, AuditHead, Run
 from tests.tampering import tampering
 
@@ -137,7 +138,7 @@ def test_many_changed_chains_make_several_bounded_anchors_at_a_fixed_cost():
 
 def test_beat_and_the_embedded_default_anchor_periodically(settings, monkeypatch):
     from agents import tasks
-    from reviewhub import periodic
+    from runtime import periodic
 
     entry = settings.CELERY_BEAT_SCHEDULE["anchor-audit-heads"]
     assert entry["task"] == tasks.anchor_audit.name and entry["schedule"] == settings.AUDIT_ANCHOR_SECONDS

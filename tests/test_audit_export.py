@@ -15,7 +15,8 @@ from django.http import StreamingHttpResponse
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from approvals import audit, export
+from approvals import audit
+from approvals.audit import export
 from approvals.models import AuditEvent, Message, Run, ToolCall
 
 pytestmark = pytest.mark.django_db

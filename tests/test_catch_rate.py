@@ -91,7 +91,7 @@ def test_beside_the_rate_each_reviewers_real_approvals_and_batch_approvals_are_c
 def test_approvals_made_quickly_or_with_the_facts_never_in_view_are_counted_beside_the_rate(
     seeded, run, reviewer, monkeypatch
 ):
-    from approvals.friction import Proof
+    from approvals.policy.friction import Proof
     from approvals.services import shown
 
     monkeypatch.setattr(shown, "seconds_open", lambda call, reviewer: 1.5 if call.call_id == "call_q" else 20.0)

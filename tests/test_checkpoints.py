@@ -8,7 +8,7 @@ from agents import loop
 from agents.agents import BEFORE_FINAL_ANSWER, Agent, Checkpoint, after_tool
 from agents.agents import registry as agents
 from approvals import services
-from approvals.hashing import args_hash
+from approvals.lib.hashing import args_hash
 from approvals.models import AuditEvent, Message, PolicyRule, Run, ToolCall
 from approvals.tools import registry
 from shop.models import OutgoingEmail

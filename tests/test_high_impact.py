@@ -1,13 +1,14 @@
-"""The high-impact gate (approvals/friction.py): Approve only after a time on the card and with the typed value,
+"""The high-impact gate (approvals/policy/friction.py): Approve only after a time on the card and with the typed value,
 checked on the server; no default button; a batch approval refuses such a call; a rule can mark some calls."""
 
 import pytest
 from django.test import Client
 from django.urls import reverse
 
-from approvals import friction, services
-from approvals.friction import Proof
+from approvals import services
 from approvals.models import Decision, PolicyRule, ToolCall, ToolSetting
+from approvals.policy import friction
+from approvals.policy.friction import Proof
 
 pytestmark = pytest.mark.django_db
 

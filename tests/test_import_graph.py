@@ -5,7 +5,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("approvals", "agents", "remote", "gateway", "ops", "shop", "reviewhub", "practice", "agui")
+PACKAGES = ("approvals", "agents", "remote", "gateway", "ops", "shop", "reviewhub", "practice", "agui", "runtime")
 
 
 def modules() -> dict[str, Path]:
@@ -72,6 +72,31 @@ def test_the_product_has_no_import_circles():
     known = modules()
     graph = {name: imports(name, path, known) for name, path in known.items()}
     assert circles(graph) == []
+
+
+# The apps from the bottom up: each may import only those before it (runtime/ and approvals/ know none of their
+# clients; reviewhub/ is the wiring on top). An import the other way is an arrow pointing up.
+LAYERS = ("runtime", "approvals", "practice", "ops", "remote", "agents", "gateway", "agui", "shop", "reviewhub")
+
+
+def upward_arrows(graph: dict[str, set[str]]) -> list[str]:
+    rank = {package: i for i, package in enumerate(LAYERS)}
+    return sorted(
+        f"{name} -> {target}"
+        for name, targets in graph.items()
+        for target in targets
+        if rank[target.split(".")[0]] > rank[name.split(".")[0]]
+    )
+
+
+def test_the_product_imports_only_downwards():
+    known = modules()
+    graph = {name: imports(name, path, known) for name, path in known.items()}
+    assert upward_arrows(graph) == []
+
+
+def test_the_check_finds_an_upward_arrow():
+    assert upward_arrows({"approvals.tools": {"agents.loop", "approvals.models"}}) == ["approvals.tools -> agents.loop"]
 
 
 def test_the_check_finds_a_circle():

@@ -1,4 +1,4 @@
-"""Rules learned from decisions (approvals/learned.py): Insight proposes a rule for calls people always
+"""Rules learned from decisions (approvals/insight/learned.py): Insight proposes a rule for calls people always
 approved as proposed; adding it makes a shadow rule, replayed over the past decisions, never enabled."""
 
 import html
@@ -9,7 +9,8 @@ from django.contrib.admin.models import LogEntry
 from django.db import connections
 from django.urls import reverse
 
-from approvals import insight, learned, services
+from approvals import insight, services
+from approvals.insight import learned
 from approvals.models import Decision, PolicyRule, Run, ShadowResult, ToolCall
 from practice.models import PracticeCall
 

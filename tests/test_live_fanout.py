@@ -2,7 +2,8 @@
 
 import pytest
 
-from approvals import access, fanout
+from approvals import access
+from approvals.live import fanout
 
 from .reviewing import propose
 

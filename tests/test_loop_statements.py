@@ -8,9 +8,10 @@ from django.test.utils import CaptureQueriesContext
 from pydantic import BaseModel
 
 from agents import llm, loop
-from approvals import audit, policy_snapshot, services
-from approvals.hashing import args_hash
+from approvals import audit, services
+from approvals.lib.hashing import args_hash
 from approvals.models import AuditEvent, Run, Tier, ToolCall
+from approvals.policy import snapshot as policy_snapshot
 from approvals.tools import Tool, registry
 
 STEPS = 30
@@ -71,7 +72,7 @@ def test_a_step_that_runs_a_read_only_call_is_one_transaction_of_at_most_7_state
     assert run.status == Run.Status.COMPLETED and run.step_count == STEPS + 1
     for step in per_step:
         # Policy's stamp, the run, the messages and the call stored, the chain's head locked, the trail appended
-        # with its head moved (one statement on PostgreSQL: approvals/audit_store.py), the new messages read.
+        # with its head moved (one statement on PostgreSQL: approvals/audit/store.py), the new messages read.
         assert len(statements(step)) <= (7 if connection.vendor == "postgresql" else 8), statements(step)
         assert sum(s.startswith("COMMIT") for s in step) == 1, step
 

@@ -13,8 +13,8 @@ from django.urls import reverse
 
 from agents import model_server
 from approvals import access
+from approvals.lib.text import key_text
 from approvals.models import Run, ToolCall
-from approvals.text import key_text
 from shop.management.commands import demo
 
 from .reviewing import pending_call, post, run_with

@@ -173,7 +173,7 @@ def test_an_unknown_tool_or_email_choice_is_a_field_error(client, reviewer):
 
 
 def test_a_reviewer_who_turned_browser_notifications_off_gets_the_toast_without_one(run, reviewer, reviewer2):
-    from approvals import fanout
+    from approvals.live import fanout
 
     NotificationPreference.objects.create(user=reviewer, tool_name="issue_refund", browser=False)
     call = propose(run, *REFUND_CALL)

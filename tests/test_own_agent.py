@@ -9,8 +9,8 @@ from django.conf import settings
 
 from agents import loop, services
 from agents.agents import registry as agents
-from approvals import search
 from approvals import services as records
+from approvals.admin import search
 from approvals.models import ToolCall
 from approvals.tools import registry as tools
 

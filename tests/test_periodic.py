@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from ops.models import NotificationPreference
 from remote.models import WebhookDelivery
-from reviewhub import periodic
+from runtime import periodic
 
 from .reviewing import pending_call
 from .test_api_webhooks import decide, hooked, receiver  # noqa: F401 (fixtures)

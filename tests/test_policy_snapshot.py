@@ -1,4 +1,4 @@
-"""Policy read once per change (approvals/policy_snapshot.py): a change is seen by the very next evaluation,
+"""Policy read once per change (approvals/policy/snapshot.py): a change is seen by the very next evaluation,
 in this process or any other, a change rolled back is never kept, and no change costs one small read."""
 
 import threading
@@ -8,8 +8,10 @@ from django.contrib.auth.models import Group
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from approvals import policy, policy_snapshot, turns
+from approvals import policy
 from approvals.models import PolicyRule, ToolSetting, TurnRule
+from approvals.policy import snapshot as policy_snapshot
+from approvals.policy import turn_rules as turns
 from approvals.tools import registry
 
 refund = registry.get("issue_refund")

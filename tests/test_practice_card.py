@@ -10,7 +10,7 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
-from approvals import fanout
+from approvals.live import fanout
 from approvals.models import Message, Run, ToolCall
 from ops import notify, slack
 from ops.models import NotificationPreference

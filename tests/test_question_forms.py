@@ -3,7 +3,7 @@
 import pytest
 from django.http import QueryDict
 
-from approvals.questions import AnswerInvalid, answer_fields, parse_answer, payload_table, question_problem
+from approvals.kinds.question import AnswerInvalid, answer_fields, parse_answer, payload_table, question_problem
 
 SCHEMA = {
     "type": "object",

@@ -9,7 +9,7 @@ from django.contrib.auth.models import Group
 from django.utils import timezone
 
 from approvals import services
-from approvals.hashing import args_hash
+from approvals.lib.hashing import args_hash
 from approvals.models import Decision, Message, Run, ToolCall
 
 from .test_races import race

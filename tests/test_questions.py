@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from agents import loop
 from approvals import services
-from approvals.hashing import args_hash
+from approvals.lib.hashing import args_hash
 from approvals.models import AuditEvent, Decision, Message, Run, Tier, ToolCall
 from approvals.tools import Ask, Tool, ToolContext, registry
 

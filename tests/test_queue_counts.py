@@ -6,7 +6,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from approvals import selectors, triage
+from approvals import selectors
+from approvals.web import triage
 
 from .queueseed import pending_calls
 

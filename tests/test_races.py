@@ -15,7 +15,7 @@ from django.db import connections
 from django.utils import timezone
 
 from approvals import services
-from approvals.hashing import args_hash
+from approvals.lib.hashing import args_hash
 from approvals.models import Decision, Message, PolicyRule, Run, ToolCall
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]

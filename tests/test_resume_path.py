@@ -4,8 +4,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agents import loop
-from approvals import policy_snapshot, services
+from approvals import services
 from approvals.models import AuditEvent, Run, ToolCall
+from approvals.policy import snapshot as policy_snapshot
 from approvals.services.transcript import record_output
 from shop.models import Refund
 

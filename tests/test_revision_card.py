@@ -10,9 +10,11 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from approvals import fanout, insight, selectors, triage
+from approvals import insight, selectors
+from approvals.kinds.revision import word_diff
+from approvals.live import fanout
 from approvals.models import Run, ToolCall
-from approvals.revisions import word_diff
+from approvals.web import triage
 from ops import slack
 
 from .reviewing import call_url, decide, propose, senior_rule

@@ -1,12 +1,12 @@
-"""Revision rounds: which earlier call a new proposal revises (approvals/revisions.py), through the gate and the
+"""Revision rounds: which earlier call a new proposal revises (approvals/kinds/revision.py), through the gate and the
 agent API, and what the trail records of it."""
 
 import pytest
 from django.urls import reverse
 
 from approvals import services
+from approvals.kinds.revision import link_revision, revised_call
 from approvals.models import AuditEvent, Run, ToolCall
-from approvals.revisions import link_revision, revised_call
 
 from .reviewing import advance, decide, pending_call, propose
 

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection, transaction
 from django.urls import reverse
 
-from approvals import search
+from approvals.admin import search
 from approvals.models import ToolCall
 from approvals.tools import Searchable
 from approvals.tools import registry as tools

@@ -225,7 +225,7 @@ def test_beat_runs_the_sweep(settings):
 
 def test_the_embedded_default_sweeps_in_its_periodic_thread(monkeypatch, settings):
     from agents import tasks
-    from reviewhub import periodic
+    from runtime import periodic
 
     passes = []
     monkeypatch.setattr(tasks.services, "deadlines_apply", lambda: passes.append("deadlines"))

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from approvals import services
-from approvals.hashing import args_hash, canonical_json
+from approvals.lib.hashing import args_hash, canonical_json
 from approvals.models import Decision, Message, Run, ToolCall
 
 from .test_races import race

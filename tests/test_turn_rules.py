@@ -1,7 +1,7 @@
-"""Which model turns a turn rule holds for a person (approvals/turns.py), without a database."""
+"""Which model turns a turn rule holds for a person (approvals/policy/turn_rules.py), without a database."""
 
 from approvals.models import Message, TurnRule
-from approvals.turns import Turn, match, rule_matches, transcript_text
+from approvals.policy.turn_rules import Turn, match, rule_matches, transcript_text
 
 
 def turn(step=1, text="Please refund $490 on order A-1001.", agent="support") -> Turn:

@@ -134,7 +134,7 @@ def test_a_reviewer_claims_and_releases_a_held_turn_as_a_call(client, reviewer, 
 
 
 def test_the_live_push_of_a_held_turn_is_a_model_turn_row(reviewer, turn):
-    from approvals import fanout
+    from approvals.live import fanout
 
     pushed = fanout.call_messages(turn.pk, [reviewer.pk])[reviewer.pk]
     assert f'id="row-{turn.pk}"' in pushed and 'class="kind kind-turn">Model turn<' in pushed

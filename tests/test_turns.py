@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from agents import loop
 from approvals import services
-from approvals.hashing import args_hash
+from approvals.lib.hashing import args_hash
 from approvals.models import AuditEvent, Decision, Message, Run, ToolCall, TurnRule, TurnShadow
 
 from . import support

@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 import pytest
 from django.db import connection
 
+from approvals.lib.text import visible
 from approvals.models import AuditEvent, Decision, Run, ToolCall
-from approvals.text import visible
 
 from .livestack import session_cookie
 from .payloads import PAYLOADS, Payload

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings as django_settings
 
-from approvals.text import is_hidden
+from approvals.lib.text import is_hidden
 
 from .payloads import ATTACKER
 

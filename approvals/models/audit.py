@@ -5,7 +5,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from ..hashing import event_canonical, sha256_hex
+from approvals.lib.hashing import event_canonical, sha256_hex
+
 from .calls import ToolCall
 from .runs import Run
 
@@ -100,7 +101,7 @@ class AuditHead(models.Model):
     """The last hash of one chain (a run's, or the global one); locked to append to that chain in order.
 
     `seq` counts the chain's events; `anchored` says whether the chain was anchored as it is now
-    (approvals/anchors.py): a small partial index finds the chains that changed since. Appending sets it
+    (approvals/audit/anchors.py): a small partial index finds the chains that changed since. Appending sets it
     to false, which changes the indexed value only on the first append after an anchor, so the other
     appends stay HOT updates (no new index entries).
     """

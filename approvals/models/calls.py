@@ -8,8 +8,9 @@ from django.db import models
 from django.db.models import Prefetch, Q
 from django.utils import timezone
 
-from ..hashing import args_hash
-from ..text import arguments_diff, pretty_json, visible
+from approvals.lib.hashing import args_hash
+from approvals.lib.text import arguments_diff, pretty_json, visible
+
 from ..tiers import Tier
 from .runs import Message, Run
 

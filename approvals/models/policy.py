@@ -130,7 +130,7 @@ class ToolSetting(models.Model):
     )
     on_expiry = models.CharField(max_length=16, choices=OnExpiry.choices, default=OnExpiry.REJECT)
     escalate_to = models.ForeignKey(Group, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    # The high-impact gate (approvals/friction.py): on every call of the tool, or on those a rule marks.
+    # The high-impact gate (approvals/policy/friction.py): on every call of the tool, or on those a rule marks.
     high_impact = models.BooleanField(
         default=False,
         help_text="Every call of this tool is high impact: no default button, Approve only after a time on the "

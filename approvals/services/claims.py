@@ -7,7 +7,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from .. import audit, live
+from approvals import audit, live
+
 from ..access import can_decide, may_act
 from ..models import ToolCall
 from .errors import AlreadyDecided, require

@@ -9,10 +9,12 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from .. import audit, live, policy_snapshot
+from approvals import audit, live
+from approvals.lib.text import duration_text
+from approvals.policy import snapshot as policy_snapshot
+
 from ..access import reviewers_for
 from ..models import Decision, ToolCall, ToolSetting
-from ..text import duration_text
 from .runs import request_resume
 from .shadow import shadow_settle
 from .transcript import record_output

@@ -9,13 +9,16 @@ from dataclasses import dataclass
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
-from .. import audit, friction, live, policy, storable
+from approvals import audit, live, policy
+from approvals.lib import storable
+from approvals.lib.hashing import args_hash
+from approvals.lib.text import sentence
+from approvals.policy import friction
+
 from ..access import can_decide, in_group
-from ..hashing import args_hash
 from ..models import Decision, ToolCall
 from ..models.calls import facts_warning
 from ..planted import planted
-from ..text import sentence
 from ..tools import ArgumentsInvalid, Tool, registry
 from .errors import (
     AlreadyDecided,
@@ -262,7 +265,7 @@ def toolcall_decide(
     its group approve the same arguments; the Nth approval is the final decision.
     A reject always ends it. Guidance is shown to the model after the step's outputs.
     `channel`: how the reviewer chose (services/shown.py's CHANNELS), for the trail. `proof`: what the card
-    of a high-impact call sends with an approval (approvals/friction.py); without it such a call is refused.
+    of a high-impact call sends with an approval (approvals/policy/friction.py); without it such a call is refused.
     """
     reason, guidance = (reason or "").strip(), (guidance or "").strip()
     _storable_texts(reason=reason, guidance=guidance)

@@ -7,11 +7,13 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from .. import audit, live, policy, policy_snapshot
-from ..hashing import args_hash
+from approvals import audit, live, policy
+from approvals.lib.hashing import args_hash
+from approvals.lib.text import edit_summary
+from approvals.policy import snapshot as policy_snapshot
+
 from ..models import ToolCall
 from ..planted import planted
-from ..text import edit_summary
 from ..tools import Arguments, ArgumentsInvalid, Ask, Tool, ToolContext, registry
 from .deadlines import set_deadline
 from .decisions import counted_approvals, effective_group

@@ -10,8 +10,12 @@ from dataclasses import dataclass, replace
 
 from django.utils import timezone
 
-from .. import policy, policy_snapshot, revisions, storable
-from ..hashing import args_hash
+from approvals import policy
+from approvals.kinds import revision as revisions
+from approvals.lib import storable
+from approvals.lib.hashing import args_hash
+from approvals.policy import snapshot as policy_snapshot
+
 from ..models import AuditEvent, Message, Run, Tier, ToolCall
 from ..tools import CHECKPOINT, Arguments, ArgumentsInvalid, Ask, Tool, ToolContext, registry
 from .deadlines import set_deadline

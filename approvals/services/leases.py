@@ -16,7 +16,8 @@ from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from .. import audit, live
+from approvals import audit, live
+
 from ..models import Run, ToolCall
 from ..tools import registry
 from .runs import request_resume, run_set_status

@@ -10,7 +10,8 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from .. import audit, live
+from approvals import audit, live
+
 from ..access import can_settle
 from ..models import ToolCall
 from .errors import AlreadyDecided, EditInvalid, require

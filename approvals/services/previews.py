@@ -1,7 +1,8 @@
 """Looking ahead without deciding: what a call would do (the tool's dry run), what an edit would change."""
 
+from approvals.lib.text import arguments_diff
+
 from ..models import ToolCall
-from ..text import arguments_diff
 from ..tools import ArgumentsInvalid, registry
 from .decisions import edited_arguments
 from .errors import EditInvalid

@@ -12,11 +12,14 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from .. import audit, live, policy_snapshot, revisions
-from ..hashing import args_hash
+from approvals import audit, live
+from approvals.kinds import revision as revisions
+from approvals.kinds.question import AnswerInvalid, question_problem, validated_answer
+from approvals.lib.hashing import args_hash
+from approvals.lib.text import edit_summary
+from approvals.policy import snapshot as policy_snapshot
+
 from ..models import AuditEvent, Decision, ToolCall
-from ..questions import AnswerInvalid, question_problem, validated_answer
-from ..text import edit_summary
 from ..tools import ArgumentsInvalid, Ask, answer_json, registry
 from .deadlines import set_deadline
 from .decisions import UNCLAIM, _locked_pending

@@ -9,7 +9,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from .. import access, audit, live
+from approvals import access, audit, live
+
 from ..models import Message, Run, ToolCall
 from ..planted import planted
 from .errors import require

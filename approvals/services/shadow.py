@@ -2,7 +2,7 @@
 
 The gate stores what they would have decided (ShadowResult rows, with the step: steps.step_store);
 shadow_replay() writes the same rows for a rule added later, over calls already proposed; learned_rule_add()
-adds a rule learned from decisions (approvals/learned.py) in shadow mode and replays it."""
+adds a rule learned from decisions (approvals/insight/learned.py) in shadow mode and replays it."""
 
 from dataclasses import dataclass
 
@@ -10,11 +10,11 @@ from django.contrib.admin.models import ADDITION, LogEntry
 from django.db import transaction
 from django.db.models import Max
 
-from .. import learned
+from approvals.insight import Agreement, Window, learned
+from approvals.policy import RuleError, rule_matches, rule_number
+
 from ..access import can_add_learned_rule
-from ..insight import Agreement, Window
 from ..models import PolicyRule, PolicyStamp, ShadowResult, ToolCall
-from ..policy import RuleError, rule_matches, rule_number
 from .errors import RuleAlreadyAdded, RuleNotProposed, require
 
 
@@ -73,7 +73,7 @@ class Added(Agreement):
 
 @transaction.atomic
 def learned_rule_add(*, user, window: Window, tool: str, field: str, value: str) -> Added:
-    """Add the rule the window's decisions propose for `tool` (approvals/learned.py) in shadow mode, and
+    """Add the rule the window's decisions propose for `tool` (approvals/insight/learned.py) in shadow mode, and
     replay it over the window's calls; never enabled for real decisions (a person turns shadow off in the
     admin). `field` and `value` are the condition the person was shown, as posted: a proposal that is not the
     decisions' (unknown tool, another field, a tampered threshold) adds nothing (RuleNotProposed), nor does

@@ -13,8 +13,9 @@ from django.db import transaction
 from django.utils import timezone
 from pydantic import BaseModel
 
-from .. import audit, live
-from ..hashing import args_hash
+from approvals import audit, live
+from approvals.lib.hashing import args_hash
+
 from ..models import AuditEvent, Message, PolicyRule, Run, ShadowResult, ToolCall
 from ..tools import Ask, Tool, ToolContext, ToolError
 

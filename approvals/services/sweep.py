@@ -18,9 +18,10 @@ from django.conf import settings
 from django.db.models import Exists, Max, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from .. import audit, live
+from approvals import audit, live
+from approvals.lib.text import duration_text
+
 from ..models import AuditEvent, Decision, Message, Run, ToolCall
-from ..text import duration_text
 from .leases import leases_lapse
 from .runs import request_resume, run_fail, turn_lease
 

@@ -3,7 +3,8 @@
 from django.db import transaction
 from django.db.models import Max
 
-from .. import live
+from approvals import live
+
 from ..models import Decision, Message, Run, ToolCall
 
 

@@ -14,7 +14,8 @@ agent told (long-poll, webhook): it must not call its model on that turn.
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from .. import audit, live
+from approvals import audit, live
+
 from ..models import AuditEvent, Decision, Run, ToolCall
 from .decisions import UNCLAIM, _locked_pending, _storable_texts, _store
 from .errors import DecisionError, EditInvalid, NotAllowed

@@ -13,8 +13,11 @@ gets a tool output row. What happens when nobody decides in time: turn_decisions
 from django.db import transaction
 from django.utils import timezone
 
-from .. import audit, live, policy_snapshot, turns
-from ..hashing import args_hash, canonical_json
+from approvals import audit, live
+from approvals.lib.hashing import args_hash, canonical_json
+from approvals.policy import snapshot as policy_snapshot
+from approvals.policy import turn_rules as turns
+
 from ..models import AuditEvent, Decision, Message, Run, ToolCall, TurnRule, TurnShadow
 from .deadlines import set_deadline
 from .runs import run_fail

@@ -3,7 +3,8 @@
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from .. import audit, live
+from approvals import audit, live
+
 from ..access import can_undo
 from ..models import Tier, ToolCall
 from ..tools import registry

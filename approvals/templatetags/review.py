@@ -5,8 +5,10 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from approvals import access, text, tools, triage
-from approvals.text import duration_text
+from approvals import access, tools
+from approvals.lib import text
+from approvals.lib.text import duration_text
+from approvals.web import triage
 
 register = template.Library()
 

@@ -8,10 +8,11 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
 
+from approvals.policy.friction import Proof
+from approvals.web.forms import parse_edit
+
 from .. import services
 from ..access import can_decide, can_settle
-from ..forms import parse_edit
-from ..friction import Proof
 from ..models import Decision, ToolCall
 from ..planted import planted
 from .panels import edit_values, get_call_for_user, panel_response

@@ -8,8 +8,10 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import access, insight, learned, services
-from ..audit import AUDIT_PERMISSION
+from approvals import access, insight, services
+from approvals.audit import AUDIT_PERMISSION
+from approvals.insight import learned
+
 from .requests import ReviewerRequest
 
 

@@ -3,13 +3,14 @@
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 
+from approvals.kinds.turn import turn_card
+from approvals.web.call_panel import PANEL_TEMPLATE, panel_context
+from approvals.web.forms import edit_fields
+
 from ..access import readable_calls
-from ..forms import edit_fields
 from ..models import ToolCall
-from ..panels import PANEL_TEMPLATE, panel_context
 from ..services import DecisionError, EditInvalid
 from ..tools import registry
-from ..turn_card import turn_card
 from .requests import ReviewerRequest
 
 NAMED_ERRORS = ("reason", "guidance", "output", "answer", "approve", "confirm")  # said above the buttons

@@ -4,9 +4,10 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.views.decorators.http import require_POST
 
+from approvals.kinds.question import AnswerInvalid, parse_answer
+from approvals.web.call_panel import question_context
+
 from .. import services
-from ..panels import question_context
-from ..questions import AnswerInvalid, parse_answer
 from .calls import _decided
 from .panels import get_call_for_user, panel_response
 from .requests import ReviewerRequest

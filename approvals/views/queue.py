@@ -8,7 +8,9 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import services, triage
+from approvals import services
+from approvals.web import triage
+
 from ..access import is_reviewer, may_review
 from ..planted import planted
 from ..selectors import group_calls, queue_facets, queue_rows

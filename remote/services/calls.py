@@ -16,10 +16,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from approvals import access, audit, live, services
-from approvals.hashing import args_hash, canonical_json
+from approvals.kinds.question import question_problem
+from approvals.lib.hashing import args_hash, canonical_json
 from approvals.models import Message, Run, Tier, ToolCall
 from approvals.planted import planted
-from approvals.questions import question_problem
 from approvals.services import leases
 from approvals.services.transcript import record_output
 from approvals.tools import ArgumentsInvalid

@@ -8,7 +8,7 @@ the reply (approvals.services.turn_decide); the agent hears of it by long-poll a
 from django.db import transaction
 
 from approvals import services
-from approvals.hashing import args_hash, canonical_json
+from approvals.lib.hashing import args_hash, canonical_json
 from approvals.models import Run, ToolCall
 
 from ..errors import Invalid

@@ -3,8 +3,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from agents import services
 from agents.agents import registry
+from approvals.lib.storable import text_problem
 from approvals.services import NotAllowed
-from approvals.storable import text_problem
 
 
 class Command(BaseCommand):

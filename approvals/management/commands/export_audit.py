@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from approvals import export
+from approvals.audit import export
 
 
 class Command(BaseCommand):
