@@ -42,7 +42,7 @@ FAILED_BECAUSE: dict[str, str] = {
 
 def _checkpoints(run: Run) -> tuple[Checkpoint, ...]:
     agent = agents.get(run.agent)
-    return agent.checkpoints if agent and not run.is_remote else ()
+    return agent.checkpoints if agent and run.advancer.calls_model else ()
 
 
 def _held(run: Run, checkpoint: Checkpoint, draft: str, messages: list[dict], seq: int):

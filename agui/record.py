@@ -6,7 +6,6 @@ from django.utils import timezone
 
 from approvals import audit, live, services
 from approvals.models import Message, Run, ToolCall
-from approvals.services.transcript import record_output
 
 from . import interrupts, offered
 from .conversation import Conversation, Seen
@@ -23,7 +22,7 @@ def _result_of_call(run: Run, call_id: str, result: str) -> bool:
     ):
         payload = {"reported_by": run.agent, "arguments": call.approved_arguments, "ok": True, "output": result}
         audit.record(audit.AuditEvent.Kind.EXECUTED, tool_call=call, payload=payload)
-        record_output(call=call, output=result)
+        services.record_output(call=call, output=result)
         live.call_changed(call.pk)
     return True
 

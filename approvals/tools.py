@@ -256,42 +256,20 @@ def field_errors(exc: ValidationError) -> dict[str, list[str]]:
 
 
 class Registry:
-    """The tools, and which of them each agent may call (an agent nobody declared may call none); and, for
-    runs advanced elsewhere, where their tools are: a run a remote agent advances never uses these tools, its
-    calls' tools come from the source registered for it (remote/ adds one that reads the agent's declarations).
-    """
+    """The tools, and which of them each agent may call (an agent nobody declared may call none). A run advanced
+    elsewhere may get its calls' tools from its advancer instead (approvals/advancers.py: a remote agent's are its
+    declarations, never these tools)."""
 
     def __init__(self):
         self._tools: dict[str, Tool] = {}
         self._allowed: dict[str, tuple[str, ...]] = {}
         self._specs: dict[tuple[int, ...], list[dict]] = {}
-        self._sources: dict[str, Callable] = {}
-        self._runs_here: dict[str, Callable] = {}
         self._catalogs: list[Callable[[], Iterable[Tool]]] = []
 
-    def add_source(self, advanced_by: str, source: Callable, runs_here: Callable | None = None) -> None:
-        """source(call) -> the tool of a call in a run advanced by `advanced_by`, or None if it has none;
-        runs_here(call) -> whether ReviewHub executes that call itself (by default: never, its agent does)."""
-        self._sources[advanced_by] = source
-        if runs_here is not None:
-            self._runs_here[advanced_by] = runs_here
-
     def for_call(self, call) -> Tool | None:
-        """The tool of this call: a registered tool for local runs; the run's own source's for others."""
-        advanced_by = call.run.advanced_by
-        if advanced_by == "local":
-            return self.get(call.tool_name)
-        source = self._sources.get(advanced_by)
-        return source(call) if source else None
-
-    def runs_here(self, call) -> bool:
-        """Whether ReviewHub executes this call once it is approved: every call of a local run; of a run advanced
-        elsewhere, those its source says are ReviewHub's (an AG-UI agent's calls of the tools ReviewHub offered it)."""
-        advanced_by = call.run.advanced_by
-        if advanced_by == "local":
-            return True
-        runs_here = self._runs_here.get(advanced_by)
-        return bool(runs_here and runs_here(call))
+        """The tool of this call: a registered tool, unless the run's advancer has tools of its own."""
+        source = call.run.advancer.tool_for_call
+        return source(call) if source is not None else self.get(call.tool_name)
 
     def add_catalog(self, catalog: Callable[[], Iterable[Tool]]) -> None:
         """catalog() -> the current tools declared elsewhere (a remote agent's), for choosing in rules and settings."""
@@ -350,7 +328,7 @@ registry = Registry()
 def offered_decisions(call) -> tuple[str, ...]:
     """The decisions reviewers are offered on a call: all four for ReviewHub's own tools, those a remote agent's
     tool declares for its calls (a call whose tool is gone: reject only)."""
-    if not call.run.is_remote:
+    if call.run.advancer.tool_for_call is None:
         return DECISIONS
     tool = registry.for_call(call)
     return tool.decisions if tool is not None else ("reject",)

@@ -16,8 +16,7 @@ import mcp.types as types
 from django.conf import settings
 
 from approvals.models import ToolCall
-from remote.errors import ApiError
-from remote.waiting import Waiter
+from remote.services import ApiError, Waiter
 
 from . import services, tasks
 from .runtime import Runtime, db

@@ -70,9 +70,10 @@ def chain_of(run) -> int:
     return run.pk if run is not None else GLOBAL_CHAIN
 
 
-def _event(entry: Entry, run, chain: int, prev_hash: str, now) -> AuditEvent:
+def _event(entry: Entry, run, chain: int, now) -> AuditEvent:
+    """The event, not yet linked: its prev_hash and hash come from the chain's head when it is appended."""
     actor = entry.actor
-    event = AuditEvent(
+    return AuditEvent(
         run=run,
         tool_call=entry.tool_call,
         kind=entry.kind,
@@ -80,31 +81,46 @@ def _event(entry: Entry, run, chain: int, prev_hash: str, now) -> AuditEvent:
         actor_label=entry.actor_label or (actor.get_username() if actor else "system"),
         payload=_json_safe(entry.payload),
         created_at=now,
-        prev_hash=prev_hash,
         chain=chain,
     )
-    event.hash = event.compute_hash()
-    return event
 
 
-@transaction.atomic(savepoint=False)
-def record_many(run, entries: list[Entry]) -> list[AuditEvent]:
-    """Append events to the run's chain (the global one without a run), in order: two statements however many
-    on PostgreSQL (approvals/audit/store.py), three elsewhere.
+def record_many(run, entries: list[Entry], *, only_if: tuple[str, list] = audit_store.NO_GUARD) -> list[AuditEvent]:
+    """Append events to the run's chain (the global one without a run), in order: on PostgreSQL one statement for
+    one event, two however many otherwise (approvals/audit/store.py), three elsewhere.
 
-    Only that chain's head row is locked, so writers on different runs never wait for each other.
+    Only that chain's head row is locked, so writers on different runs never wait for each other. `only_if`: a
+    statement (SQL, parameters) that must return a row for the events to be appended, run with them (one event;
+    see store.append_one); [] when it returns none.
     """
     if not entries:
         return []
-    chain = chain_of(run)
-    (head_id, last_hash), now = audit_store.lock_head(chain), timezone.now()
-    events: list[AuditEvent] = []
-    for entry in entries:
-        events.append(_event(entry, run, chain, events[-1].hash if events else last_hash, now))
-    audit_store.append(events, head_id)
+    chain, now = chain_of(run), timezone.now()
+    events = [_event(entry, run, chain, now) for entry in entries]
+    done = audit_store.append_one(events[0], only_if=only_if) if len(events) == 1 else None  # None: not done
+    if done == (False, False):
+        return []  # the guard returned no row
+    if done != (True, True):
+        guard = only_if if done is None else audit_store.NO_GUARD  # else it ran already, but the chain had no head
+        if not _append_locked(events, chain, guard):
+            return []
     for event in events:
         observers.event_recorded(event)
     return events
+
+
+@transaction.atomic(savepoint=False)
+def _append_locked(events: list[AuditEvent], chain: int, only_if: tuple[str, list]) -> bool:
+    """The way for several events, a chain's first, or another database: the guard, the head locked, the events
+    linked to it and appended, in one transaction."""
+    if only_if != audit_store.NO_GUARD and not audit_store.guarded(only_if):
+        return False
+    head_id, last_hash = audit_store.lock_head(chain)
+    for event in events:
+        event.prev_hash = last_hash
+        event.hash = last_hash = event.compute_hash()
+    audit_store.append(events, head_id)
+    return True
 
 
 def record(kind: str, *, run=None, tool_call=None, actor=None, actor_label: str = "", payload=None) -> AuditEvent:

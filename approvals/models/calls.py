@@ -251,8 +251,14 @@ class ToolCall(models.Model):
 
     @property
     def output_reported_by_agent(self) -> bool:
-        """The output is what a remote agent reported (its run executes its own calls), not what ReviewHub ran."""
-        return bool(self.output) and self.run.is_remote and self.status in (self.Status.EXECUTED, self.Status.FAILED)
+        """The output is what the run's agent reported (it executed the call), not what ReviewHub ran."""
+        reported = bool(self.output) and self.status in (self.Status.EXECUTED, self.Status.FAILED)
+        return reported and not self.run.advancer.executes(self)
+
+    @property
+    def facts_from_agent(self) -> bool:
+        """The facts are what the agent's own code fetched (shown as the agent's), not what a tool's code fetched."""
+        return self.run.advancer.agent_facts
 
     @property
     def report_overdue(self) -> bool:

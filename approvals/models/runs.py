@@ -7,6 +7,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from ..advancers import Advancer, advancer_for
+
 
 class Run(models.Model):
     class Status(models.TextChoices):
@@ -36,9 +38,8 @@ class Run(models.Model):
     thinking = models.BooleanField(default=False)
     last_error = models.TextField(blank=True)
     dry_run = models.BooleanField(default=False)
-    # Who takes the run further after a decision: the local loop (settings.REVIEWHUB_RESUME), a remote agent
-    # that executes its own calls and hears of decisions by long-poll and webhook (REVIEWHUB_REMOTE_RESUME), or an
-    # AG-UI agent that ReviewHub resumes with the decisions (REVIEWHUB_AGUI_RESUME). See settings.RESUME_SEAMS.
+    # Who takes the run further after a start or a decision: the local loop, a remote agent, an AG-UI agent.
+    # The core never branches on it: it asks the run's advancer (approvals/advancers.py) what it does.
     advanced_by = models.CharField(max_length=8, choices=AdvancedBy.choices, default=AdvancedBy.LOCAL)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -52,9 +53,9 @@ class Run(models.Model):
         return f"Run {self.pk} ({self.agent})"
 
     @property
-    def is_remote(self) -> bool:
-        """The run's agent lives elsewhere and executes its own calls (the agent API's, or an AG-UI agent)."""
-        return self.advanced_by != self.AdvancedBy.LOCAL
+    def advancer(self) -> Advancer:
+        """Who advances this run, and what it does (approvals/advancers.py)."""
+        return advancer_for(self.advanced_by)
 
     @property
     def is_active(self) -> bool:

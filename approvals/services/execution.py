@@ -3,7 +3,7 @@
 import logging
 from dataclasses import dataclass, field
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -61,7 +61,8 @@ class Return:
 
 
 def _policy_still_allows(call: ToolCall, tool: Tool, arguments: dict) -> Return | None:
-    outcome = policy.evaluate(tool, arguments)
+    snapshot = policy_snapshot.current(stamp=getattr(call, "policy_stamp", None))  # read with the call
+    outcome = policy.evaluate(tool, arguments, rules=list(snapshot.rules.get(tool.name, ())))
     if outcome.action == policy.FORBID:
         return Return(f"Policy now forbids this call ({outcome.reason}); it can only be rejected.", outcome=outcome)
     if outcome.action != policy.REVIEW:
@@ -139,9 +140,11 @@ EXECUTABLE = (ToolCall.Kind.CALL, ToolCall.Kind.CHECKPOINT)  # what runs a tool 
 
 
 def runnable_calls(**where) -> QuerySet[ToolCall]:
-    """Approved (or abandoned executing) calls as toolcall_execute(loaded=True) takes them: with their run and
-    decisions, read in two statements however many there are."""
+    """Approved (or abandoned executing) calls as toolcall_execute(loaded=True) takes them: with their run, the
+    policy's stamp and their decisions, read in two statements however many there are. Practice calls are left
+    out (approvals/planted.py): they are never executed."""
     calls = ToolCall.objects.filter(status__in=ToolCall.RUNNABLE, **where).select_related("run")
+    calls = planted.hide(calls).annotate(policy_stamp=policy_snapshot.stamp_read_with())
     return calls.prefetch_related(ToolCall.decisions_prefetch())
 
 
@@ -151,18 +154,20 @@ def toolcall_execute(*, call: ToolCall, loaded: bool = False) -> bool:
     Just before running, policy is evaluated again and the facts are fetched
     again (reads only, before any lock): a call that policy now forbids or wants
     more approvals for, or whose material facts changed, does not run and goes
-    back to the queue. Then one transaction claims the call and records that it
-    is executing, and the tool's body runs. `loaded`: the call was just read by
-    runnable_calls(); otherwise it is read again here. Either way the claim makes
-    sure that only one worker runs it.
+    back to the queue. Then the call is claimed and its executing event recorded
+    together (one statement on PostgreSQL), and the tool's body runs. `loaded`: the call was just read by
+    runnable_calls(), which leaves practice calls out; otherwise a practice call raises PracticeRefused
+    (approvals/planted.py) and the call is read again here. Either way the claim makes sure that only one
+    worker runs it.
     """
+    if not loaded:
+        planted.refuse(call)
     runnable = call if loaded else runnable_calls(pk=call.pk).first()
     return runnable is not None and _execute(runnable)
 
 
 def _execute(call: ToolCall) -> bool:
-    planted.refuse(call)  # a practice call is never executed: PracticeRefused (approvals/planted.py)
-    if not registry.runs_here(call):
+    if not call.run.advancer.executes(call):
         return False  # a remote agent's call is executed by its agent, through the agent API's claim and report
     if call.kind not in EXECUTABLE:
         return False  # a model turn or a tool's question is settled by its decision, never executed
@@ -215,19 +220,46 @@ def _approved(call: ToolCall) -> Approved | str:
         return f"Error: the approved arguments are no longer valid: {exc.message()}"
 
 
-@transaction.atomic
+# The claim as append_one()'s guard: the executing event is appended only if this worker took the call.
+_CLAIM = (
+    f"UPDATE {ToolCall._meta.db_table} SET status = %s, claimed_at = %s, lease_expires_at = %s"
+    " WHERE id = %s AND status = %s RETURNING id"
+)
+
+
 def _claim_and_record(call: ToolCall, *, executing: bool) -> bool:
-    """Claim the call and, when it is about to run, record so in the trail: one commit before the tool's body."""
+    """Claim the call and, when it is about to run, record so in the trail, before the tool's body: a first claim in
+    one statement (on PostgreSQL; one transaction elsewhere: audit.record_many's `only_if`), any other in a block."""
+    if not executing or call.status != ToolCall.Status.APPROVED:
+        return _claim_in_block(call, executing=executing)
+    now, adapt = timezone.now(), connection.ops.adapt_datetimefield_value
+    until = lease_until(now)
+    claim = [ToolCall.Status.EXECUTING, adapt(now), adapt(until), call.pk, ToolCall.Status.APPROVED]
+    entry = audit.Entry(audit.AuditEvent.Kind.EXECUTING, call, payload=_executing(call))
+    if not audit.record_many(call.run, [entry], only_if=(_CLAIM, claim)):
+        return False  # another worker took it
+    call.status, call.claimed_at, call.lease_expires_at = ToolCall.Status.EXECUTING, now, until
+    return True
+
+
+def _executing(call: ToolCall) -> dict:
+    """What the executing event records: exactly what runs, under which key."""
+    return {
+        "arguments": call.approved_arguments,
+        "arguments_hash": args_hash(call.approved_arguments),
+        "idempotency_key": call.idempotency_key,
+        "dry_run": call.run.dry_run,
+    }
+
+
+@transaction.atomic
+def _claim_in_block(call: ToolCall, *, executing: bool) -> bool:
+    """A claim taken again (an idempotent call whose lease lapsed), or one that records a failure instead of
+    running: the claim and, when it runs, its event, in one transaction."""
     if not _take(call):  # toolcall_execute refused a practice call before this block
         return False
     if executing:
-        payload = {
-            "arguments": call.approved_arguments,
-            "arguments_hash": args_hash(call.approved_arguments),
-            "idempotency_key": call.idempotency_key,
-            "dry_run": call.run.dry_run,
-        }
-        audit.record(audit.AuditEvent.Kind.EXECUTING, tool_call=call, payload=payload)
+        audit.record(audit.AuditEvent.Kind.EXECUTING, tool_call=call, payload=_executing(call))
     return True
 
 

@@ -158,8 +158,8 @@ def _gate(run: Run, reasoning: str, proposed: ProposedCall, problem: str, rules:
 def _admit(call: ToolCall) -> tuple[Tool, Arguments, dict]:
     """The tool exists for the run's agent, may be offered, and its arguments pass the schema and the draft check.
 
-    A remote agent's run gets its tools from its own declarations (registry.for_call), never ReviewHub's."""
-    if call.run.is_remote:
+    A run advanced elsewhere may get its tools from its advancer (a remote agent's declarations), never ReviewHub's."""
+    if call.run.advancer.tool_for_call is not None:
         tool, available = registry.for_call(call), ""
     else:  # a tool the run's agent may not call is unknown to it
         tool = registry.get(call.tool_name, agent=call.run.agent)

@@ -7,9 +7,9 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
-from django.utils.module_loading import import_string
 
 from approvals import access, audit, live
+from approvals.advancers import advancer_for
 
 from ..models import Message, Run, ToolCall
 from ..planted import planted
@@ -24,9 +24,9 @@ def turn_lease() -> timedelta:
 
 
 def request_resume(run_id: int, *, approved: bool = False) -> None:
-    """Ask whoever advances this run to take it further, once the transaction commits: the seam named for the
-    run's advanced_by in settings.RESUME_SEAMS (the local agent loop, REVIEWHUB_RESUME, by default; for a run
-    a remote agent advances, whatever tells that agent; for an AG-UI agent's, what resumes it). Never two.
+    """Ask whoever advances this run to take it further, once the transaction commits: its advancer's resume
+    (approvals/advancers.py: the local agent loop, REVIEWHUB_RESUME; for a run a remote agent advances, whatever
+    tells that agent; for an AG-UI agent's, what resumes it). Never two.
 
     `approved`: this transaction approved one of the run's calls to run, so the resumption need not ask
     the database whether there is one (the seam's callables take it as a keyword)."""
@@ -34,8 +34,7 @@ def request_resume(run_id: int, *, approved: bool = False) -> None:
         planted.finish_run(run_id)
         return
     advanced_by = Run.objects.filter(pk=run_id).values_list("advanced_by", flat=True).first()
-    seam = settings.RESUME_SEAMS.get(advanced_by, "REVIEWHUB_RESUME") if advanced_by else "REVIEWHUB_RESUME"
-    resume = import_string(getattr(settings, seam))
+    resume = advancer_for(advanced_by or "").resumer()  # a run that is gone: nobody's
     transaction.on_commit(lambda: resume(run_id, approved=approved))
 
 
@@ -70,7 +69,8 @@ def run_create(
         payload={"agent": agent, "request": request, "dry_run": dry_run},
     )
     live.run_changed(run.pk)
-    request_resume(run.pk)
+    if run.advancer.starts_runs:  # not a remote agent's: its first proposal made the run, it is running already
+        request_resume(run.pk)
     return run
 
 
@@ -170,5 +170,5 @@ def run_cancel(*, run: Run, user: User) -> None:
             live.call_changed(call_id)
         audit.record(audit.AuditEvent.Kind.CANCELLED, run=run, actor=user)
         live.run_changed(run.pk)
-        if pending and run.is_remote:
+        if pending and run.advancer.told_of_changes:
             request_resume(run.pk)  # the agent's long-polls and webhooks hear of its cancelled calls

@@ -72,7 +72,7 @@ def turn_expire(*, call: ToolCall, reason: str) -> Decision:
     ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.EXPIRED, **UNCLAIM)
     audit.record(AuditEvent.Kind.EXPIRED, tool_call=call, payload={"reason": reason})
     live.call_changed(call.pk)
-    if call.run.is_remote:  # its agent hears "expired" and must not call its model; the run is the agent's
+    if not call.run.advancer.calls_model:  # its agent hears "expired" and must not call its model; the run is its own
         request_resume(call.run_id)
         return decision
     step = (call.arguments or {}).get("step")

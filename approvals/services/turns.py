@@ -41,7 +41,7 @@ def turn_review(*, run: Run, transcript: list[Message], claimed_by_step: bool = 
     `claimed_by_step`: the turn was claimed in the commit of the step before it, so it was never held
     (holding gives a turn back; it is claimed again on its own), and it is reviewed under the policy that
     step's gate read a moment before: two queries less per step."""
-    if run.is_remote or not transcript:
+    if not run.advancer.calls_model or not transcript:
         return transcript
     step = run.step_count
     held = None if claimed_by_step else run.tool_calls.filter(kind=ToolCall.Kind.TURN).order_by("-pk").first()

@@ -11,7 +11,6 @@ import hmac
 import json
 import uuid
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -20,21 +19,14 @@ from approvals.kinds.question import question_problem
 from approvals.lib.hashing import args_hash, canonical_json
 from approvals.models import Message, Run, Tier, ToolCall
 from approvals.planted import planted
-from approvals.services import leases
-from approvals.services.transcript import record_output
 from approvals.tools import ArgumentsInvalid
 
 from ..declared import adapter_for, draft_problem
 from ..errors import Conflict, Invalid, NotFound, invalid_fields
+from ..keys import execution_key
 from ..models import DeclaredTool, RemoteAgent, RemoteCall, Thread
 
 REPORTED = (ToolCall.Status.EXECUTED, ToolCall.Status.FAILED)
-
-
-def execution_key(call: ToolCall) -> str:
-    """The key that lets the agent execute exactly what was approved (derived, never stored)."""
-    message = f"reviewhub-execution:{call.pk}:{args_hash(call.approved_arguments)}"
-    return "ek_" + hmac.new(settings.SECRET_KEY.encode(), message.encode(), "sha256").hexdigest()[:40]
 
 
 def _thread_run(agent: RemoteAgent, thread_id: str, user_request: str) -> Run:
@@ -175,12 +167,12 @@ def _check_key(call: ToolCall, key: str, *, reporting: bool = False) -> None:
 def _take(call: ToolCall) -> bool:
     """The claim for one lease: an approved call, or an idempotent tool's call whose lease lapsed."""
     now = timezone.now()
-    fields = {"status": ToolCall.Status.EXECUTING, "claimed_at": now, "lease_expires_at": leases.lease_until(now)}
+    fields = {"status": ToolCall.Status.EXECUTING, "claimed_at": now, "lease_expires_at": services.lease_until(now)}
     if ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED).update(**fields):
         return True
-    if call.status != ToolCall.Status.EXECUTING or not leases.is_idempotent(call):
+    if call.status != ToolCall.Status.EXECUTING or not services.is_idempotent(call):
         return False
-    return bool(leases.lapsed_calls(now=now).filter(pk=call.pk).update(**fields))
+    return bool(services.lapsed_calls(now=now).filter(pk=call.pk).update(**fields))
 
 
 def call_claim(*, agent: RemoteAgent, call_id: int, key: str) -> tuple[bool, ToolCall]:
@@ -209,7 +201,7 @@ def call_lease_renew(*, agent: RemoteAgent, call_id: int, key: str) -> ToolCall:
         raise Conflict(
             f"This call is {call.status}, not executing: there is no claim to renew.", {"status": [call.status]}
         )
-    if leases.lease_renew(call_id=call.pk) is None:
+    if services.lease_renew(call_id=call.pk) is None:
         raise Conflict(
             "The lease on this call lapsed before it was renewed: report nothing, a person or the sweep settles it.",
             {"lease": ["lapsed"]},
@@ -242,7 +234,7 @@ def call_report(*, agent: RemoteAgent, call_id: int, key: str, ok: bool, output:
     if call.status == ToolCall.Status.OUTCOME_UNKNOWN:
         payload["late"] = "after its lease lapsed and its outcome was marked unknown"
     audit.record(kind, tool_call=call, actor=agent.user, payload=payload)
-    record_output(call=call, output=output if ok else f"Error: {output}")
+    services.record_output(call=call, output=output if ok else f"Error: {output}")
     live.call_changed(call.pk)
     live.run_changed(call.run_id)
     call.refresh_from_db()
