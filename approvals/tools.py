@@ -10,9 +10,9 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from approvals.lib import storable
 from approvals.lib.text import key_text
@@ -21,7 +21,8 @@ from .tiers import Tier
 
 # What a reviewer may do with a call: approve it, edit and approve it, reject it with a reason, or
 # reject it and tell the agent what to do instead. A tool may offer fewer (a remote agent declares which).
-DECISIONS = ("approve", "edit", "reject", "respond")
+DecisionName = Literal["approve", "edit", "reject", "respond"]
+DECISIONS: tuple[DecisionName, ...] = ("approve", "edit", "reject", "respond")
 
 MASK = "***"
 
@@ -79,17 +80,31 @@ class Searchable:
         return list(dict.fromkeys(spelled[form] for form in self.forms))
 
 
+class Arguments(Protocol):
+    """A call's validated arguments: a pydantic model for our tools (remote/ has its own, a JSON object)."""
+
+    def model_dump(self, *, mode: str = ...) -> dict[str, Any]: ...
+
+
+class ArgsSchema[A: Arguments](Protocol):
+    """What validates a tool's arguments and gives their JSON Schema: a pydantic model class for our tools."""
+
+    def model_json_schema(self) -> dict[str, Any]: ...
+
+    def model_validate(self, obj: Any) -> A: ...
+
+
 @dataclass(frozen=True)
-class Tool:
+class Tool[A: Arguments]:
     name: str
     description: str
-    args_model: type[BaseModel]
+    args_model: ArgsSchema[A]
     tier: str
     func: Callable[..., Any]
-    describe: Callable[[BaseModel], str] | None = None
-    facts: Callable[[BaseModel], dict] | None = None
-    check: Callable[[BaseModel], str | None] | None = None
-    simulate: Callable[[BaseModel], str] | None = None
+    describe: Callable[[A], str] | None = None
+    facts: Callable[[A], dict] | None = None
+    check: Callable[[A], str | None] | None = None
+    simulate: Callable[[A], str] | None = None
     undo: Callable[..., Any] | None = None
     # Fact names whose change between proposal and execution means a person must look again.
     material_facts: tuple[str, ...] = field(default_factory=tuple)
@@ -113,7 +128,7 @@ class Tool:
     # instead of asking a person whether it ran.
     idempotent: bool = False
     # How a person's answer to this tool's question reads as its output (default: the answer as JSON).
-    answered: Callable[[BaseModel, Any], str] | None = None
+    answered: Callable[[A, Any], str] | None = None
     # CHECKPOINT: a named stage of an agent's work (agents.agents.Checkpoint), never offered to the model.
     kind: str = CALL
     # The realistic mistakes a practice call of this tool may carry (practice.mistakes.Mistake), planted in a
@@ -145,7 +160,7 @@ class Tool:
             "function": {"name": self.name, "description": self.description, "parameters": schema},
         }
 
-    def parse(self, arguments) -> BaseModel:
+    def parse(self, arguments) -> A:
         """Validate arguments (a dict or a JSON string); raises ArgumentsInvalid."""
         arguments = arguments_object(arguments)
         try:
@@ -157,28 +172,28 @@ class Tool:
         """The validated arguments as plain JSON values."""
         return self.parse(arguments).model_dump(mode="json")
 
-    def draft_problem(self, args: BaseModel) -> str:
+    def draft_problem(self, args: A) -> str:
         """What the tool's own draft check says is wrong with these arguments ("" when nothing is)."""
         try:
             return (self.check(args) if self.check else None) or ""
         except Exception as exc:
             return f"the draft check could not run ({exc})"
 
-    def render_description(self, args: BaseModel) -> str:
+    def render_description(self, args: A) -> str:
         if self.describe is None:
             return f"Call {self.name} with " + ", ".join(f"{k}={v!r}" for k, v in args.model_dump(mode="json").items())
         return self.describe(args)
 
-    def fetch_facts(self, args: BaseModel) -> dict:
+    def fetch_facts(self, args: A) -> dict:
         return self.facts(args) if self.facts else {}
 
-    def preview(self, args: BaseModel) -> str:
+    def preview(self, args: A) -> str:
         """What the call would do, written nowhere: the tool's simulate(), or its description."""
         if self.simulate is None:
             return f"[dry run] {self.render_description(args)} (nothing was written)"
         return self.simulate(args)
 
-    def run(self, args: BaseModel, context: ToolContext) -> str:
+    def run(self, args: A, context: ToolContext) -> str:
         if context.dry_run and self.tier != Tier.READ_ONLY:
             return self.preview(args)
         result = self.func(args, context)
@@ -186,7 +201,7 @@ class Tool:
             raise result  # the call becomes a question (services/questions.py)
         return str(result)
 
-    def answer_output(self, args: BaseModel | None, answer) -> str:
+    def answer_output(self, args: A | None, answer) -> str:
         """The output the model reads for a person's answer to this tool's question."""
         if self.answered is not None and args is not None:
             return str(self.answered(args, answer))

@@ -116,12 +116,11 @@ def tools_sync(*, gateway: Gateway, listings: dict[int, list[dict]]) -> None:
 
 def catalog(*, gateway: Gateway) -> dict[str, Entry]:
     """The tools the gateway lists, by name: listed, declared, not forbidden; the first upstream's on a clash."""
-    tools = (
+    tools = list(
         UpstreamTool.objects.filter(upstream__gateway=gateway, upstream__enabled=True, listed=True, problem="")
         .select_related("upstream")
         .order_by("upstream__name", "name")
     )
-    tools = list(tools)
     schemas = {(tool.upstream_id, tool.name): tool for tool in tools}
     entries: dict[str, Entry] = {}
     for tool in tools:

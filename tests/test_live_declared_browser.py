@@ -106,3 +106,9 @@ def test_a_filter_applies_as_it_changes_without_a_reload_and_the_address_keeps_i
     expect(page.locator("#queue li.qrow")).to_have_count(2)
     assert page.evaluate("window.notReloaded")
     expect(page.locator("#live-status")).to_have_text("live")  # the socket was left alone, and the page says so
+
+    page.go_back()  # no copy of the queue is kept in the browser (its calls may be decided since): read again
+    expect(page).not_to_have_url(re.compile(r"mine=1"))
+    expect(page.get_by_label("Mine")).not_to_be_checked()
+    expect(page.locator("#queue li.qrow")).to_have_count(2)
+    assert not page.evaluate("window.notReloaded")

@@ -17,6 +17,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
@@ -60,7 +61,7 @@ class Entry:
 
     kind: str
     tool_call: ToolCall | None = None
-    actor: object = None
+    actor: User | None = None
     actor_label: str = ""
     payload: dict | None = None
 
@@ -318,7 +319,7 @@ class ChainStep:
         return dict(Decision.Verdict.choices).get(self.event.payload.get("verdict"), "Decided")
 
 
-STEP_TITLES = {
+STEP_TITLES: dict[str, str] = {
     AuditEvent.Kind.PROPOSED: "Proposed, held for review",
     AuditEvent.Kind.AUTO_RUN: "Proposed, run without review",
     AuditEvent.Kind.INVALID: "Refused as invalid",
@@ -355,17 +356,17 @@ class CallChain:
         return self.executed_hash == self.approved_hash
 
 
-def before_in_chain():
-    """The event before each one in its chain (an index scan of (chain, id)), for .annotate(): its id and hash."""
+def before_in_chain(field: str) -> Subquery:
+    """A field of the event before each one in its chain (an index scan of (chain, id)), for .annotate()."""
     before = AuditEvent.objects.filter(chain=OuterRef("chain"), pk__lt=OuterRef("pk")).order_by("-pk")
-    return {"before_id": Subquery(before.values("pk")[:1]), "before_hash": Subquery(before.values("hash")[:1])}
+    return Subquery(before.values(field)[:1])
 
 
 def before(event: AuditEvent) -> tuple[int | None, str | None]:
     """The id and hash of the event before this one in its chain (None, None for a chain's first)."""
     return (
         AuditEvent.objects.filter(pk=event.pk)
-        .annotate(**before_in_chain())
+        .annotate(before_id=before_in_chain("pk"), before_hash=before_in_chain("hash"))
         .values_list("before_id", "before_hash")
         .get()
     )
@@ -373,7 +374,11 @@ def before(event: AuditEvent) -> tuple[int | None, str | None]:
 
 def call_chain(call: ToolCall) -> CallChain:
     """The call's events in order, each checked against its hash and linked to the event before it in its chain."""
-    events = list(call.audit_events.select_related("actor").annotate(**before_in_chain()).order_by("pk"))
+    events = list(
+        call.audit_events.select_related("actor")
+        .annotate(before_id=before_in_chain("pk"), before_hash=before_in_chain("hash"))
+        .order_by("pk")
+    )
     steps = []
     approved_hash = executed_hash = ""
     for event in events:

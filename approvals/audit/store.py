@@ -67,7 +67,7 @@ WITH guard AS ({guard}), head AS (
 SELECT EXISTS (SELECT FROM guard), appended.id, appended.prev_hash, appended.hash
 FROM (SELECT) AS one LEFT JOIN appended ON true
 """
-NO_GUARD = ("SELECT", [])
+NO_GUARD: tuple[str, list] = ("SELECT", [])
 
 
 def lock_head(chain: int) -> tuple[int, str]:

@@ -1,6 +1,7 @@
 """Runs and their transcript, in the OpenAI chat format (the lingua franca of agents)."""
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -103,7 +104,7 @@ class Message(models.Model):
         return self.role != self.Role.SYSTEM or self.written_by_id is not None
 
     def as_openai(self) -> dict:
-        message = {"role": self.role, "content": self.content}
+        message: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.role == self.Role.ASSISTANT and self.tool_calls:
             message["tool_calls"] = self.tool_calls
             message["content"] = self.content or None

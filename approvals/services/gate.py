@@ -17,7 +17,7 @@ from approvals.lib.hashing import args_hash
 from approvals.policy import snapshot as policy_snapshot
 
 from ..models import AuditEvent, Message, Run, Tier, ToolCall
-from ..tools import CHECKPOINT, ArgumentsInvalid, Ask, Tool, ToolContext, registry
+from ..tools import CHECKPOINT, Arguments, ArgumentsInvalid, Ask, Tool, ToolContext, registry
 from .deadlines import set_deadline
 from .questions import question_from_gate, question_from_proposal
 from .steps import Gated, run_tool_body, step_store
@@ -47,8 +47,8 @@ class _Refused(Exception):
         self.status, self.kind, self.output = status, kind, output
 
 
-ID_LENGTH = ToolCall._meta.get_field("call_id").max_length
-NAME_LENGTH = ToolCall._meta.get_field("tool_name").max_length
+ID_LENGTH = ToolCall.CALL_ID_LENGTH
+NAME_LENGTH = ToolCall.TOOL_NAME_LENGTH
 
 
 def step_record(
@@ -71,7 +71,9 @@ def step_record(
     else it runs. The stored calls are `message.step_calls`.
     """
     used = set() if ids_unique or run.pk is None else None
-    return _record(run=run, content=content, calls=calls, turn=None, used=used, request=request, settles=settles_run)
+    message = _record(run=run, content=content, calls=calls, turn=None, used=used, request=request, settles=settles_run)
+    assert message is not None  # only a model's reply, stored while its turn lasts, can be refused (step_store)
+    return message
 
 
 def model_reply_record(
@@ -106,8 +108,8 @@ def _record(
     reasoning = storable.escape(content)
     gated = [_gate(run, reasoning, proposed, problem, rules) for proposed, problem in proposals]
     for item in gated if turn is not None else ():  # the model's reply (model_reply_record)
-        if item.call.status == ToolCall.Status.APPROVED and item.tool.tier == Tier.READ_ONLY:
-            _run_now(run, item)
+        if item.call.status == ToolCall.Status.APPROVED and item.tool is not None and item.tool.tier == Tier.READ_ONLY:
+            _run_now(run, item, item.tool)
     for item, (proposed, _) in zip(gated, proposals, strict=True):
         if proposed.question and item.call.status not in (ToolCall.Status.FORBIDDEN, ToolCall.Status.INVALID):
             question_from_proposal(item, proposed.question)
@@ -171,14 +173,15 @@ def _gate(run: Run, reasoning: str, proposed: ProposedCall, problem: str, rules:
     try:
         if problem:
             raise _Refused(ToolCall.Status.INVALID, "invalid", f"Error: this tool call was not run: {problem}.")
-        tool, args = _admit(call, proposed.tool)
-        outcome = _decide_policy(call, tool, rules[tool.name])
+        tool, args, arguments = _admit(call, proposed.tool)
+        outcome = _decide_policy(call, tool, arguments, rules[tool.name])
     except _Refused as refused:
         return _refuse(call, refused)
     outcome = _describe_or_hold(call, tool, args, outcome)
+    shadow = policy.shadow_outcomes(tool, arguments, rules=rules[tool.name])
     if outcome.action == policy.RUN:
         call.approved_arguments = call.arguments
-        return _proposal(call, tool, args, rules, ToolCall.Status.APPROVED, AuditEvent.Kind.AUTO_RUN)
+        return _proposal(call, tool, args, shadow, ToolCall.Status.APPROVED, AuditEvent.Kind.AUTO_RUN)
     call.required_approvals = outcome.required_approvals
     call.review_group_id = outcome.group_id
     # The setting from the snapshot the step's rules came from (read again if that was over a second ago).
@@ -186,10 +189,10 @@ def _gate(run: Run, reasoning: str, proposed: ProposedCall, problem: str, rules:
     extra = {"arguments_hash": call.arguments_hash, "reasoning": call.reasoning, "expires_at": call.expires_at}
     if run.pk is not None:  # the same tool again after a reviewer sent it back: its next round (a new run has none)
         extra |= revisions.link_revision(call)
-    return _proposal(call, tool, args, rules, ToolCall.Status.PENDING, AuditEvent.Kind.PROPOSED, **extra)
+    return _proposal(call, tool, args, shadow, ToolCall.Status.PENDING, AuditEvent.Kind.PROPOSED, **extra)
 
 
-def _admit(call: ToolCall, known: Tool | None = None):
+def _admit(call: ToolCall, known: Tool | None = None) -> tuple[Tool, Arguments, dict]:
     """The tool exists for the run's agent, may be offered, and its arguments pass the schema and the draft check.
 
     A run advanced elsewhere may get its tools from its advancer (a remote agent's declarations, or `known`: the
@@ -212,16 +215,16 @@ def _admit(call: ToolCall, known: Tool | None = None):
     except ArgumentsInvalid as exc:
         output = f"Error: invalid arguments for {tool.name}: {exc.message()}"
         raise _Refused(ToolCall.Status.INVALID, "invalid", output)
-    call.arguments = args.model_dump(mode="json")
-    call.arguments_hash = args_hash(call.arguments)
+    call.arguments = arguments = args.model_dump(mode="json")
+    call.arguments_hash = args_hash(arguments)
     problem = tool.draft_problem(args)
     if problem:
         raise _Refused(ToolCall.Status.INVALID, "invalid", f"Error: {tool.name} was not run: {problem}")
-    return tool, args
+    return tool, args, arguments
 
 
-def _decide_policy(call: ToolCall, tool: Tool, rules: list) -> policy.PolicyOutcome:
-    outcome = policy.evaluate(tool, call.arguments, rules=rules)
+def _decide_policy(call: ToolCall, tool: Tool, arguments: dict, rules: list) -> policy.PolicyOutcome:
+    outcome = policy.evaluate(tool, arguments, rules=rules)
     call.policy = outcome.as_dict()
     if outcome.action == policy.FORBID:
         output = f"Error: {tool.name} is not allowed here ({outcome.reason}). Nothing was done."
@@ -243,9 +246,8 @@ def _describe_or_hold(call: ToolCall, tool: Tool, args, outcome: policy.PolicyOu
         return held
 
 
-def _proposal(call: ToolCall, tool: Tool, args, rules: dict, status: str, kind: str, **extra) -> Gated:
+def _proposal(call: ToolCall, tool: Tool, args, shadow: list, status: str, kind: str, **extra) -> Gated:
     call.status = status
-    shadow = policy.shadow_outcomes(tool, call.arguments, rules=rules[tool.name])
     payload = {
         "tool": tool.name,
         "arguments": call.arguments,
@@ -264,7 +266,7 @@ def _refuse(call: ToolCall, refused: _Refused) -> Gated:
     return Gated(call, refused.kind, payload)
 
 
-def _run_now(run: Run, item: Gated) -> None:
+def _run_now(run: Run, item: Gated, tool: Tool) -> None:
     """Run a read-only call that policy lets through, before the step's transaction: it changes nothing.
 
     Its key is the run's and the model's call id (the call has no row yet); the trail records it.
@@ -272,7 +274,7 @@ def _run_now(run: Run, item: Gated) -> None:
     call = item.call
     key = f"run-{run.public_id}-{call.call_id}"
     try:
-        status, output = run_tool_body(call, item.tool, item.args, ToolContext(key, run.pk, run.dry_run))
+        status, output = run_tool_body(call, tool, item.args, ToolContext(key, run.pk, run.dry_run))
     except Ask as ask:  # the tool asks a person: the call waits as a question (services/questions.py)
         status, output = ToolCall.Status.FAILED, question_from_gate(item, ask)
         if not output:

@@ -3,7 +3,7 @@
 from datetime import timedelta
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -34,7 +34,7 @@ def request_resume(run_id: int, *, approved: bool = False) -> None:
         planted.finish_run(run_id)
         return
     advanced_by = Run.objects.filter(pk=run_id).values_list("advanced_by", flat=True).first()
-    resume = advancer_for(advanced_by).resumer()
+    resume = advancer_for(advanced_by or "").resumer()  # a run that is gone: nobody's
     transaction.on_commit(lambda: resume(run_id, approved=approved))
 
 
@@ -43,7 +43,7 @@ def run_create(
     *,
     agent: str,
     request: str,
-    requested_by: AbstractBaseUser | None = None,
+    requested_by: User | None = None,
     system_prompt: str = "",
     dry_run: bool = False,
     advanced_by: str = Run.AdvancedBy.LOCAL,
@@ -74,7 +74,7 @@ def run_create(
     return run
 
 
-def run_open(*, agent: str, request: str, requested_by: AbstractBaseUser, advanced_by: str) -> Run:
+def run_open(*, agent: str, request: str, requested_by: User, advanced_by: str) -> Run:
     """A run its advancer opens with a first step of its own (a remote agent's first proposal in a thread): not
     stored here. The step's transaction stores it (steps.step_store, turns.turn_request, through opened()) in
     the step's own statements; nobody is asked to advance it, since its advancer is the one proposing."""
@@ -158,7 +158,7 @@ def run_complete(*, run: Run) -> None:
 
 
 @transaction.atomic
-def run_retry(*, run: Run, user: AbstractBaseUser) -> None:
+def run_retry(*, run: Run, user: User) -> None:
     """Put a failed run back in the queue from where it stopped."""
     require(access.can_act_on_run(user, run))
     updated = Run.objects.filter(pk=run.pk, status=Run.Status.FAILED).update(
@@ -175,7 +175,7 @@ def run_retry(*, run: Run, user: AbstractBaseUser) -> None:
 
 
 @transaction.atomic
-def run_cancel(*, run: Run, user: AbstractBaseUser) -> None:
+def run_cancel(*, run: Run, user: User) -> None:
     require(access.can_act_on_run(user, run))
     # Calls first, then the run: the order a decision locks them in, so the two cannot deadlock.
     pending = list(

@@ -105,7 +105,7 @@ def _store_pending(
     # The turn tool's setting from the snapshot the turn rules were read from a moment ago, by this thread.
     set_deadline(call=call, setting=policy_snapshot.tool_setting(TURN_TOOL, fresh=False), now=now)
     call.save(force_insert=True)
-    payload = {"tool": TURN_TOOL, "arguments": arguments, "arguments_hash": call.arguments_hash}
+    payload: dict[str, object] = {"tool": TURN_TOOL, "arguments": arguments, "arguments_hash": call.arguments_hash}
     payload |= {"description": call.description, "rule": rule.name if rule else "", "expires_at": call.expires_at}
     entries = [*opening, audit.Entry(AuditEvent.Kind.PROPOSED, call, payload=payload)]
     audit.record_many(run, entries, new_chain=bool(opening))
@@ -156,7 +156,9 @@ def _waiting_run_message(run: Run, request: str) -> tuple[Message, list[audit.En
         return rows[0], entries
     Run.objects.filter(pk=run.pk).update(**waiting)  # locks the run's row: messages are appended under it
     if not request:
-        return run.messages.order_by("-seq").first(), []
+        last = run.messages.order_by("-seq").first()
+        assert last is not None  # a run starts with its request
+        return last, []
     message = Message(run=run, role=Message.Role.USER, content=request, seq=seq_after_last(run))
     messages_insert([message])
     return message, []
@@ -177,9 +179,12 @@ def _settled(run: Run, call: ToolCall, transcript: list[Message]) -> list[Messag
         return None
     if call.status != ToolCall.Status.APPROVED:
         return transcript  # applied already (a worker died after applying it): the model answers
+    bound = call.arguments
+    assert bound is not None  # {"step", "transcript_sha256"}, stored with the turn (_store_pending)
     with transaction.atomic():
-        if call.arguments.get("transcript_sha256") != transcript_hash(transcript):
-            return _refuse(run, call)
+        if bound.get("transcript_sha256") != transcript_hash(transcript):
+            _refuse(run, call, bound["step"])
+            return None
         if not ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED).update(
             status=ToolCall.Status.EXECUTED, executed_at=timezone.now()
         ):
@@ -188,9 +193,8 @@ def _settled(run: Run, call: ToolCall, transcript: list[Message]) -> list[Messag
         return _apply(run, call, transcript)
 
 
-def _refuse(run: Run, call: ToolCall) -> None:
+def _refuse(run: Run, call: ToolCall, step: int) -> None:
     """Fail closed: what the reviewer saw is not what the model would read now."""
-    step = call.arguments["step"]
     error = f"The transcript changed after model turn {step} was reviewed; the decision was not applied."
     if ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED).update(status=ToolCall.Status.FAILED):
         audit.record(AuditEvent.Kind.FAILED, tool_call=call, payload={"error": error})
