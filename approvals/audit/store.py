@@ -15,6 +15,7 @@ head moved, in one statement. A chain's first event, which makes the head row, t
 """
 
 import json
+from typing import Any
 
 from django.db import connection
 from django.db.models import F
@@ -129,9 +130,10 @@ def append(events: list[AuditEvent], head_id: int | None, *, chain: int) -> None
         + (e.prev_hash, e.hash, e.chain)
         for e in events
     ]
-    values = [value for row in rows for value in row]
+    values: list[Any] = [value for row in rows for value in row]
     sql = (_APPEND if head_id is not None else _START).format(rows=", ".join([_ROW] * len(rows)))
-    head = [events[-1].hash, len(events), head_id] if head_id is not None else [chain, events[-1].hash, len(events)]
+    new_head = [chain, events[-1].hash, len(events)]
+    head: list[Any] = [events[-1].hash, len(events), head_id] if head_id is not None else new_head
     with connection.cursor() as cursor:
         cursor.execute(sql, values + head)
         ids = [row[0] for row in cursor.fetchall()]

@@ -1,6 +1,7 @@
 """Tool calls and the decisions on them."""
 
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import Group
@@ -114,6 +115,11 @@ class ToolCall(models.Model):
     # (selectors.with_key_values) and whether the viewer may undo the call (the run page).
     key_values: list[tuple[str, object]]
     viewer_can_undo: bool
+
+    # Not columns: the decisions a queryset loaded (decisions_prefetch(), or [] for a call just stored), and the
+    # tool the gate admitted a call under (registry.for_call answers with it, for the call as the gate left it).
+    loaded_decisions: list["Decision"]
+    resolved_tool: Any
 
     class Meta:
         ordering = ["created_at", "id"]

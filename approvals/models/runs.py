@@ -72,6 +72,8 @@ class Run(models.Model):
 class Message(models.Model):
     """One row of the transcript, in the OpenAI chat format. Append-only."""
 
+    step_calls: list[Any]  # not a column: the calls services.step_store stored with this message, as written
+
     class Role(models.TextChoices):
         SYSTEM = "system"
         USER = "user"

@@ -70,7 +70,7 @@ def step_record(
     `settles_run`: the caller advances the run (a remote agent): it waits while a call of the step is pending,
     else it runs. The stored calls are `message.step_calls`.
     """
-    used = set() if ids_unique or run.pk is None else None
+    used: set[str] | None = set() if ids_unique or run.pk is None else None
     message = _record(run=run, content=content, calls=calls, turn=None, used=used, request=request, settles=settles_run)
     assert message is not None  # only a model's reply, stored while its turn lasts, can be refused (step_store)
     return message

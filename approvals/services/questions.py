@@ -102,7 +102,7 @@ def question_from_proposal(item: Gated, question: dict) -> None:
     whatever its tier, stored so by the step's transaction with one trail event. The agent reads the answer in
     the decision and never executes the call."""
     call = item.call
-    problem = _pend(call, Ask(question.get("prompt", ""), question.get("schema"), question.get("payload")), fresh=False)
+    problem = _pend(call, Ask(question.get("prompt", ""), question["schema"], question.get("payload")), fresh=False)
     if problem:
         raise AnswerRefused({"question": [problem]})
     item.kind = AuditEvent.Kind.PROPOSED
