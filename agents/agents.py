@@ -7,8 +7,12 @@ tools, and the gate treats any other tool as one that does not exist.
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from approvals.tools import registry as tools
+
+if TYPE_CHECKING:
+    from approvals.models import Run
 
 # When a checkpoint pauses the run: before the final answer, or after_tool("name") has run.
 BEFORE_FINAL_ANSWER = "before_final_answer"
@@ -70,7 +74,7 @@ class Starter:
     as (name, title), `start(name=..., request=..., requested_by=..., dry_run=...)` starts a run of one."""
 
     choices: Callable[[], list[tuple[str, str]]]
-    start: Callable[..., object]
+    start: Callable[..., "Run"]
 
 
 class Registry:

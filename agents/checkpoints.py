@@ -32,7 +32,7 @@ from .agents import registry as agents
 EXECUTED = ToolCall.Status.EXECUTED
 # A draft sent back (or refused by the gate, an empty one say): the model reads why, and writes again.
 GO_ON = (ToolCall.Status.REJECTED, ToolCall.Status.INVALID, ToolCall.Status.CANCELLED)
-FAILED_BECAUSE = {
+FAILED_BECAUSE: dict[str, str] = {
     ToolCall.Status.EXPIRED: "The draft #{pk} of “{title}” was not reviewed in time: it was not sent, and the run"
     " stops here. Retry has the model read that and write a new draft.",
     ToolCall.Status.FAILED: "The approved draft #{pk} of “{title}” could not be delivered ({output}). Retry has"
@@ -42,7 +42,7 @@ FAILED_BECAUSE = {
 
 def _checkpoints(run: Run) -> tuple[Checkpoint, ...]:
     agent = agents.get(run.agent)
-    return agent.checkpoints if agent and not run.is_remote else ()
+    return agent.checkpoints if agent and run.advancer.calls_model else ()
 
 
 def _held(run: Run, checkpoint: Checkpoint, draft: str, messages: list[dict], seq: int):
@@ -74,7 +74,9 @@ def settle(run: Run, step: Message) -> bool:
     if checkpoint is None or call.status in GO_ON or (call.status == EXECUTED and checkpoint.after_tool):
         return False  # the model goes on (a checkpoint since removed from the agent, too)
     if call.status == EXECUTED:
-        return _once_after(run, step, lambda: _answer(run, call.approved_arguments["draft"]))
+        approved = call.approved_arguments
+        assert approved is not None  # an executed call ran with the arguments approved
+        return _once_after(run, step, lambda: _answer(run, approved["draft"]))
     reason = FAILED_BECAUSE.get(call.status, "The checkpoint #{pk} “{title}” ended as {output}.")
     reason = reason.format(pk=call.pk, title=checkpoint.title, output=call.output or call.status)
     if run.last_error == reason:

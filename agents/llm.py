@@ -5,9 +5,11 @@ import logging
 import os
 import time
 from dataclasses import dataclass
+from typing import cast
 
 import openai
 from django.conf import settings
+from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolUnionParam
 
 from approvals.audit import observers
 from approvals.services import ProposedCall
@@ -27,7 +29,7 @@ class Reply:
     calls: list[ProposedCall]
 
 
-def base_url() -> str:
+def base_url() -> str | None:
     if settings.OPENAI_BASE_URL:
         return settings.OPENAI_BASE_URL
     return None if settings.OPENAI_API_KEY else DEMO_BASE_URL
@@ -78,8 +80,10 @@ def complete(
         try:
             response = client().chat.completions.create(
                 model=settings.OPENAI_MODEL,
-                messages=messages,
-                tools=tools or openai.omit,
+                # The API's JSON shapes, built as plain dicts (Message.as_openai, Tool.openai_spec): approvals/
+                # knows nothing of the openai package and its types.
+                messages=cast(list[ChatCompletionMessageParam], messages),
+                tools=cast(list[ChatCompletionToolUnionParam], tools) or openai.omit,
                 parallel_tool_calls=True if tools else openai.omit,
             )
             reply = _parse(response)

@@ -81,20 +81,22 @@ def _advance(run_id: int, *, only: str | None) -> str | None:
             continue  # a checkpoint's draft, decided: the run's answer, or the reason it has none
         if messages[-1].role == Message.Role.ASSISTANT and not messages[-1].tool_calls:
             services.run_complete(run=run)
-            return
+            return None
         if not owned and run.step_count >= run.max_steps:
             services.run_fail(run=run, error=f"Stopped after {run.max_steps} model turns (the step limit).")
-            return
+            return None
         if only == TOOLS:
             return TURN
         if not owned and not _begin_turn(run):
-            return  # another worker is taking this turn
-        messages = services.turn_review(run=run, transcript=messages, claimed_by_step=owned)  # a rule may hold it
-        if messages is None:
-            return  # held, or a reviewer wrote the reply
-        owned = _take_turn(run, messages)
-        if owned is None:
-            return
+            return None  # another worker is taking this turn
+        reviewed = services.turn_review(run=run, transcript=messages, claimed_by_step=owned)  # a rule may hold it
+        if reviewed is None:
+            return None  # held, or a reviewer wrote the reply
+        took = _take_turn(run, reviewed)
+        if took is None:
+            return None
+        messages, owned = reviewed, took
+    return None
 
 
 def _take_turn(run: Run, messages: list[Message]) -> bool | None:

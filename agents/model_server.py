@@ -57,6 +57,7 @@ class ModelServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
+        host = host.decode() if isinstance(host, bytes) else host
         return f"http://{host}:{port}/v1"
 
 
@@ -73,7 +74,7 @@ def completion(request: dict, content: str, calls: list[dict]) -> dict:
         }
         for i, call in enumerate(calls)
     ]
-    message = {"role": "assistant", "content": content or None}
+    message: dict[str, object] = {"role": "assistant", "content": content or None}
     if tool_calls:
         message["tool_calls"] = tool_calls
     return {

@@ -81,7 +81,8 @@ class AguiAgentForm(forms.ModelForm):
         return {name: ToolIn.model_validate(d).model_dump() for name, d in tools.items()}
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         both = sorted(set(cleaned.get("offered_tools") or []) & set(cleaned.get("tools") or {}))
         if both:
             self.add_error("offered_tools", f"The agent declares its own {', '.join(both)}: offer another tool.")

@@ -7,12 +7,26 @@ class AguiConfig(AppConfig):
 
     def ready(self):
         from agents.agents import registry as agents
+        from approvals.advancers import Advancer, register
         from approvals.models import Run
-        from approvals.tools import registry as tools
 
         from . import offered, starts
 
-        # An AG-UI agent's calls get their tool from its declarations (kept as a remote agent's, remote/declared.py),
-        # or, for the tools ReviewHub offered it, from the registry; those ReviewHub runs itself (agui/offered.py).
-        tools.add_source(Run.AdvancedBy.AGUI, offered.tool_for_call, runs_here=offered.runs_here)
+        # ReviewHub posts an AG-UI agent its input and resumes it with the decisions; the agent calls its model.
+        # Its calls' tools are its declarations (kept as a remote agent's, remote/declared.py) or, for the tools
+        # ReviewHub offered it, the registry's; those ReviewHub runs itself (agui/offered.py).
+        register(
+            Advancer(
+                name=Run.AdvancedBy.AGUI,
+                resume="REVIEWHUB_AGUI_RESUME",
+                starts_runs=True,  # the first input is sent after the start's commit
+                calls_model=False,
+                told_of_changes=True,
+                agent_facts=True,
+                reports_results=False,  # its stream reports results; agui/sweep.py takes over a stalled exchange
+                executes=offered.runs_here,
+                tool_for_call=offered.tool_for_call,
+                note="runs elsewhere: it executes its own calls and reports the results",
+            )
+        )
         agents.add_starter(starts.STARTER)  # New run and start_run offer and start the AG-UI agents too

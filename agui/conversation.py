@@ -15,6 +15,8 @@ from ag_ui.core import (
     MessagesSnapshotEvent,
     RunErrorEvent,
     RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
     ToolCall,
     ToolMessage,
 )
@@ -124,9 +126,9 @@ class Conversation:
     def _on_run_finished(self, event: RunFinishedEvent) -> None:
         self.finished = True
         outcome = event.outcome
-        if outcome is not None and getattr(outcome, "type", "") == "interrupt":
+        if isinstance(outcome, RunFinishedInterruptOutcome):
             self.interrupts = list(outcome.interrupts)
-        elif outcome is not None and getattr(outcome, "type", "") == "success":
+        elif isinstance(outcome, RunFinishedSuccessOutcome):
             self.pending_ids = list(outcome.pending_tool_call_ids or [])
 
     def _on_run_error(self, event: RunErrorEvent) -> None:

@@ -10,7 +10,8 @@ cancelled, a question declined) — the payload shape Pydantic AI's adapter adve
 """
 
 import json
-from datetime import datetime
+from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from ag_ui.core import Interrupt as AguiInterrupt
 from ag_ui.core import ResumeEntry
@@ -50,7 +51,7 @@ def _expiry(value: str | None) -> datetime | None:
     except ValueError:
         return None
     if moment is not None and timezone.is_naive(moment):
-        moment = timezone.make_aware(moment, timezone.utc)
+        moment = timezone.make_aware(moment, UTC)
     return moment
 
 
@@ -79,7 +80,7 @@ def _bind(call: ToolCall, agent: AguiAgent, interrupt: AguiInterrupt, exchange: 
 
 
 def interrupts_propose(
-    *, exchange: Exchange, agent: AguiAgent, seen: Conversation, client_calls: list[Seen] = ()
+    *, exchange: Exchange, agent: AguiAgent, seen: Conversation, client_calls: Sequence[Seen] = ()
 ) -> list[ToolCall]:
     """Every interrupt of the stream, and every call of an offered tool it left for the client (agui/offered.py),
     as a call of one assistant step (in the caller's transaction)."""

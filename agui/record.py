@@ -6,30 +6,29 @@ from django.utils import timezone
 
 from approvals import audit, live, services
 from approvals.models import Message, Run, ToolCall
-from approvals.services.transcript import record_output
 
 from . import interrupts, offered
 from .conversation import Conversation, Seen
 from .models import AguiAgent, Exchange
 
 
-def _result_of_call(run: Run, seen: Seen) -> bool:
+def _result_of_call(run: Run, call_id: str, result: str) -> bool:
     """The result of a call a person decided (an interrupt answered before): executed, its output recorded once."""
-    call = ToolCall.objects.filter(run=run, call_id=seen.id).first()
+    call = ToolCall.objects.filter(run=run, call_id=call_id).first()
     if call is None:
         return False
     if ToolCall.objects.filter(pk=call.pk, status__in=ToolCall.RUNNABLE).update(
         status=ToolCall.Status.EXECUTED, executed_at=timezone.now()
     ):
-        payload = {"reported_by": run.agent, "arguments": call.approved_arguments, "ok": True, "output": seen.result}
+        payload = {"reported_by": run.agent, "arguments": call.approved_arguments, "ok": True, "output": result}
         audit.record(audit.AuditEvent.Kind.EXECUTED, tool_call=call, payload=payload)
-        record_output(call=call, output=seen.result)
+        services.record_output(call=call, output=result)
         live.call_changed(call.pk)
     return True
 
 
 def _call_rows(run: Run, seen: Seen) -> None:
-    if seen.result is not None and _result_of_call(run, seen):
+    if seen.result is not None and _result_of_call(run, seen.id, seen.result):
         return
     spec = {"id": seen.id, "type": "function", "function": {"name": seen.name, "arguments": seen.arguments or "{}"}}
     services.message_append(run=run, role=Message.Role.ASSISTANT, tool_calls=[spec])
@@ -50,7 +49,7 @@ def _transcript(run: Run, seen: Conversation, paused: set[str] | None = None) ->
             _call_rows(run, seen.calls[key])
     for call_id, result in seen.results().items():  # results only a snapshot told of, of calls decided here
         if call_id not in seen.calls:
-            _result_of_call(run, Seen(call_id, "", "", result=result))
+            _result_of_call(run, call_id, result)
     for text in seen.snapshot_texts() if not step else ():
         services.message_append(run=run, role=Message.Role.ASSISTANT, content=text)
 

@@ -16,7 +16,6 @@ from django.utils import timezone
 
 from approvals import live, services
 from approvals.models import Run
-from approvals.services.transcript import run_lock
 from remote.models import Thread
 from remote.schemas import ToolIn
 from remote.services import agent_get_or_create, tool_declare
@@ -97,7 +96,7 @@ def exchange_next(*, run_id: int) -> Exchange | None:
     """Under the run's lock, and once: a second worker finds the exchange made, or the unique key refuses it."""
     try:
         with transaction.atomic():
-            run_lock(run_id=run_id)
+            services.run_lock(run_id=run_id)
             run = Run.objects.filter(pk=run_id, status__in=Run.ACTIVE).first()
             return _next_exchange(run) if run is not None else None
     except IntegrityError:

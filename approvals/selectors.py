@@ -39,7 +39,7 @@ def _visible_waiting(user):
     return access.visible_calls(user, ToolCall.objects.filter(WAITING))
 
 
-def _capped_count(calls) -> RawSQL:
+def _capped_count(calls) -> RawSQL | Value:
     """How many of these calls there are, counted to COUNT_CAP + 1 at most: a subquery that stops there."""
     try:
         sql, params = calls.order_by().values("pk")[: triage.COUNT_CAP + 1].query.sql_with_params()
@@ -92,7 +92,7 @@ def _decidable(user) -> Q:
     """Of the calls a user sees, those they may decide now: not of a run they requested, not approved by
     them in this round (access.can_decide's rules, as SQL)."""
     approved = Decision.objects.filter(tool_call=OuterRef("pk"), round=OuterRef("review_round"), reviewer=user)
-    return ~Q(run__requested_by=user) & ~Exists(approved)
+    return Q(~Q(run__requested_by=user), ~Exists(approved))
 
 
 def _mine(user) -> Q:

@@ -10,9 +10,9 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from approvals.lib import storable
 from approvals.lib.text import key_text
@@ -21,7 +21,8 @@ from .tiers import Tier
 
 # What a reviewer may do with a call: approve it, edit and approve it, reject it with a reason, or
 # reject it and tell the agent what to do instead. A tool may offer fewer (a remote agent declares which).
-DECISIONS = ("approve", "edit", "reject", "respond")
+DecisionName = Literal["approve", "edit", "reject", "respond"]
+DECISIONS: tuple[DecisionName, ...] = ("approve", "edit", "reject", "respond")
 
 MASK = "***"
 
@@ -79,17 +80,31 @@ class Searchable:
         return list(dict.fromkeys(spelled[form] for form in self.forms))
 
 
+class Arguments(Protocol):
+    """A call's validated arguments: a pydantic model for our tools (remote/ has its own, a JSON object)."""
+
+    def model_dump(self, *, mode: str = ...) -> dict[str, Any]: ...
+
+
+class ArgsSchema[A: Arguments](Protocol):
+    """What validates a tool's arguments and gives their JSON Schema: a pydantic model class for our tools."""
+
+    def model_json_schema(self) -> dict[str, Any]: ...
+
+    def model_validate(self, obj: Any) -> A: ...
+
+
 @dataclass(frozen=True)
-class Tool:
+class Tool[A: Arguments]:
     name: str
     description: str
-    args_model: type[BaseModel]
+    args_model: ArgsSchema[A]
     tier: str
     func: Callable[..., Any]
-    describe: Callable[[BaseModel], str] | None = None
-    facts: Callable[[BaseModel], dict] | None = None
-    check: Callable[[BaseModel], str | None] | None = None
-    simulate: Callable[[BaseModel], str] | None = None
+    describe: Callable[[A], str] | None = None
+    facts: Callable[[A], dict] | None = None
+    check: Callable[[A], str | None] | None = None
+    simulate: Callable[[A], str] | None = None
     undo: Callable[..., Any] | None = None
     # Fact names whose change between proposal and execution means a person must look again.
     material_facts: tuple[str, ...] = field(default_factory=tuple)
@@ -113,7 +128,7 @@ class Tool:
     # instead of asking a person whether it ran.
     idempotent: bool = False
     # How a person's answer to this tool's question reads as its output (default: the answer as JSON).
-    answered: Callable[[BaseModel, Any], str] | None = None
+    answered: Callable[[A, Any], str] | None = None
     # CHECKPOINT: a named stage of an agent's work (agents.agents.Checkpoint), never offered to the model.
     kind: str = CALL
     # The realistic mistakes a practice call of this tool may carry (practice.mistakes.Mistake), planted in a
@@ -145,7 +160,7 @@ class Tool:
             "function": {"name": self.name, "description": self.description, "parameters": schema},
         }
 
-    def parse(self, arguments) -> BaseModel:
+    def parse(self, arguments) -> A:
         """Validate arguments (a dict or a JSON string); raises ArgumentsInvalid."""
         arguments = arguments_object(arguments)
         try:
@@ -157,28 +172,28 @@ class Tool:
         """The validated arguments as plain JSON values."""
         return self.parse(arguments).model_dump(mode="json")
 
-    def draft_problem(self, args: BaseModel) -> str:
+    def draft_problem(self, args: A) -> str:
         """What the tool's own draft check says is wrong with these arguments ("" when nothing is)."""
         try:
             return (self.check(args) if self.check else None) or ""
         except Exception as exc:
             return f"the draft check could not run ({exc})"
 
-    def render_description(self, args: BaseModel) -> str:
+    def render_description(self, args: A) -> str:
         if self.describe is None:
             return f"Call {self.name} with " + ", ".join(f"{k}={v!r}" for k, v in args.model_dump(mode="json").items())
         return self.describe(args)
 
-    def fetch_facts(self, args: BaseModel) -> dict:
+    def fetch_facts(self, args: A) -> dict:
         return self.facts(args) if self.facts else {}
 
-    def preview(self, args: BaseModel) -> str:
+    def preview(self, args: A) -> str:
         """What the call would do, written nowhere: the tool's simulate(), or its description."""
         if self.simulate is None:
             return f"[dry run] {self.render_description(args)} (nothing was written)"
         return self.simulate(args)
 
-    def run(self, args: BaseModel, context: ToolContext) -> str:
+    def run(self, args: A, context: ToolContext) -> str:
         if context.dry_run and self.tier != Tier.READ_ONLY:
             return self.preview(args)
         result = self.func(args, context)
@@ -186,7 +201,7 @@ class Tool:
             raise result  # the call becomes a question (services/questions.py)
         return str(result)
 
-    def answer_output(self, args: BaseModel | None, answer) -> str:
+    def answer_output(self, args: A | None, answer) -> str:
         """The output the model reads for a person's answer to this tool's question."""
         if self.answered is not None and args is not None:
             return str(self.answered(args, answer))
@@ -241,42 +256,24 @@ def field_errors(exc: ValidationError) -> dict[str, list[str]]:
 
 
 class Registry:
-    """The tools, and which of them each agent may call (an agent nobody declared may call none); and, for
-    runs advanced elsewhere, where their tools are: a run a remote agent advances never uses these tools, its
-    calls' tools come from the source registered for it (remote/ adds one that reads the agent's declarations).
-    """
+    """The tools, and which of them each agent may call (an agent nobody declared may call none). A run advanced
+    elsewhere may get its calls' tools from its advancer instead (approvals/advancers.py: a remote agent's are its
+    declarations, never these tools)."""
 
     def __init__(self):
         self._tools: dict[str, Tool] = {}
         self._allowed: dict[str, tuple[str, ...]] = {}
         self._specs: dict[tuple[int, ...], list[dict]] = {}
-        self._sources: dict[str, Callable] = {}
-        self._runs_here: dict[str, Callable] = {}
         self._catalogs: list[Callable[[], Iterable[Tool]]] = []
 
-    def add_source(self, advanced_by: str, source: Callable, runs_here: Callable | None = None) -> None:
-        """source(call) -> the tool of a call in a run advanced by `advanced_by`, or None if it has none;
-        runs_here(call) -> whether ReviewHub executes that call itself (by default: never, its agent does)."""
-        self._sources[advanced_by] = source
-        if runs_here is not None:
-            self._runs_here[advanced_by] = runs_here
-
     def for_call(self, call) -> Tool | None:
-        """The tool of this call: a registered tool for local runs; the run's own source's for others."""
-        advanced_by = call.run.advanced_by
-        if advanced_by == "local":
-            return self.get(call.tool_name)
-        source = self._sources.get(advanced_by)
-        return source(call) if source else None
-
-    def runs_here(self, call) -> bool:
-        """Whether ReviewHub executes this call once it is approved: every call of a local run; of a run advanced
-        elsewhere, those its source says are ReviewHub's (an AG-UI agent's calls of the tools ReviewHub offered it)."""
-        advanced_by = call.run.advanced_by
-        if advanced_by == "local":
-            return True
-        runs_here = self._runs_here.get(advanced_by)
-        return bool(runs_here and runs_here(call))
+        """The tool of this call: a registered tool, unless the run's advancer has tools of its own (for a call the
+        gate has just admitted, the tool it admitted it under: nobody is asked again)."""
+        resolved = getattr(call, "resolved_tool", None)
+        if resolved is not None:
+            return resolved
+        source = call.run.advancer.tool_for_call
+        return source(call) if source is not None else self.get(call.tool_name)
 
     def add_catalog(self, catalog: Callable[[], Iterable[Tool]]) -> None:
         """catalog() -> the current tools declared elsewhere (a remote agent's), for choosing in rules and settings."""
@@ -335,7 +332,7 @@ registry = Registry()
 def offered_decisions(call) -> tuple[str, ...]:
     """The decisions reviewers are offered on a call: all four for ReviewHub's own tools, those a remote agent's
     tool declares for its calls (a call whose tool is gone: reject only)."""
-    if not call.run.is_remote:
+    if call.run.advancer.tool_for_call is None:
         return DECISIONS
     tool = registry.for_call(call)
     return tool.decisions if tool is not None else ("reject",)

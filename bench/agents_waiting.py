@@ -1,7 +1,7 @@
 """Agents waiting: 100 remote agents on long-polls and webhooks while a reviewer decides their calls.
 
-Production-like: PostgreSQL, Redis (channel layer, Celery broker, long-poll wake-ups), one uvicorn
-process, one Celery worker (threads pool) for the webhook deliveries. One agent identity and token per
+Production-like: PostgreSQL, Redis (channel layer, Celery broker, long-poll wake-ups), two uvicorn
+processes (--workers), one Celery worker (threads pool) for the webhook deliveries. One agent identity and token per
 agent (not one agent with many threads), each with its own `issue_refund` declaration (tier approval).
 Every agent proposes one call over HTTP, then long-polls `GET /api/v1/calls/{id}?wait=60`; every other
 agent (or all, --webhooks all) also has a webhook on a receiver in this process that records arrivals.
@@ -61,6 +61,7 @@ def parse_args():
     parser.add_argument("--interval", type=float, default=0.05, help="seconds between two decisions")
     parser.add_argument("--stagger", type=float, default=0.0, help="seconds between two agents' proposals")
     parser.add_argument("--warm-up", type=int, default=5, help="agents in the unmeasured first round")
+    parser.add_argument("--workers", type=int, default=2, help="uvicorn worker processes (the README's default)")
     parser.add_argument(
         "--database-url",
         default=os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/reviewhub_bench_agents"),
@@ -325,7 +326,7 @@ def main() -> None:
     people = make_people(args.agents)
     receiver = Receiver()
     port = free_port()
-    server = start_server(argparse.Namespace(no_deflate=False), port)
+    server = start_server(argparse.Namespace(no_deflate=False, workers=args.workers), port)
     worker = start_worker()
     try:
         rnd = asyncio.run(run_all(args, port, people, receiver))

@@ -123,6 +123,7 @@ def start_server(args, port: int) -> subprocess.Popen:
             "--lifespan",
             "off",
             *(["--ws-per-message-deflate", "false"] if args.no_deflate else []),
+            *(["--workers", str(args.workers)] if getattr(args, "workers", 1) > 1 else []),
         ],
         cwd=ROOT,
         env=env,
@@ -246,7 +247,7 @@ SIZES: list[int] = []  # bytes of each push received (before the socket's deflat
 # A pending call's push: its row in the queue's list (or, before the list, its whole card).
 PENDING_CALL = re.compile(
     r'(?:<li class="qrow[^"]*" id="row-\d+"|<article class="call [^"]*" id="call-\d+")'
-    r' data-call-id="(\d+)" data-pending="1"'
+    r' data-call-id="(\d+)"\s+data-pending="1"'
 )
 
 

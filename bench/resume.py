@@ -9,6 +9,11 @@ that follows. For each sample: a run with HISTORY transcript messages and one ca
 waiting for review; a reviewer approves it (services.toolcall_decide, as the queue
 page does); the time is taken when the decision commits and again on the first line
 of the tool body (bench/resume_tool.py, through Redis). A few samples warm up first.
+
+The floor is measured in turns with it, sample by sample, so a busy machine weighs on both alike: a bare
+Celery task on the same broker, worker, queue and task options that only notes the time (publish → body),
+plus a one-row commit on the same PostgreSQL. The ratio is ReviewHub's p50 over the floor's. It then lists
+the statements the worker runs before the tool body (in this process) and why each must stay.
 """
 
 import argparse
@@ -17,6 +22,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,6 +106,51 @@ def sample(history: int, reviewer, redis_client) -> float:
     return (float(started) - committed[0]) * 1000
 
 
+def bare_sample(redis_client) -> float:
+    """Publish → body of a task that does nothing but note the time: the broker's and Celery's hop alone."""
+    from django.conf import settings
+
+    from bench.resume_tool import bare_mark
+
+    key = f"bench-bare-{uuid.uuid4().hex}"
+    published = time.time()
+    bare_mark.apply_async((key,), queue=settings.TOOLS_QUEUE)
+    deadline = time.monotonic() + 30
+    while (started := redis_client.get(key)) is None:
+        if time.monotonic() > deadline:
+            raise SystemExit("the bare task did not start within 30 s: is the worker up?")
+        time.sleep(0.001)
+    return (float(started) - published) * 1000
+
+
+def commit_sample(run_id: int) -> float:
+    """One row changed and committed, as a decision's transaction must at least do."""
+    from django.db import connection, transaction
+
+    began = time.perf_counter()
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("UPDATE approvals_run SET updated_at = now() WHERE id = %s", [run_id])
+    return (time.perf_counter() - began) * 1000
+
+
+def in_turns(histories: list[int], samples: int, reviewer, client) -> dict:
+    """ReviewHub's resumption, the bare hop and a one-row commit, one of each in turn."""
+    from approvals.models import Run
+
+    floor_run = Run.objects.create(agent="orders", request="The floor's one row.", status=Run.Status.COMPLETED)
+    results: dict[str, list[float]] = {str(h): [] for h in histories} | {"bare": [], "commit": []}
+    for history in histories:
+        for _ in range(samples):
+            results[str(history)].append(sample(history, reviewer, client))
+            results["bare"].append(bare_sample(client))
+            results["commit"].append(commit_sample(floor_run.pk))
+    figures = {name: latency(values) for name, values in results.items()}
+    floor = figures["bare"]["p50_ms"] + figures["commit"]["p50_ms"]
+    figures["floor_p50_ms"] = floor
+    figures["ratio_p50"] = {str(h): figures[str(h)]["p50_ms"] / floor for h in histories}
+    return figures
+
+
 def main():
     args = parse_args()
     os.environ["REDIS_URL"] = args.redis_url
@@ -118,8 +169,9 @@ def main():
     client = redis.Redis.from_url(args.redis_url)
     try:
         for _ in range(5):
-            sample(2, reviewer, client)  # warm the worker up
-        results = {str(h): latency([sample(h, reviewer, client) for _ in range(args.samples)]) for h in args.histories}
+            sample(2, reviewer, client), bare_sample(client)  # warm the worker up
+        results = in_turns(args.histories, args.samples, reviewer, client)
+        results["before_the_body"] = statements_before_the_body(reviewer)
     finally:
         worker.terminate()
         worker.wait(30)
@@ -127,12 +179,70 @@ def main():
     if args.json:
         print(json.dumps(results))
         return
-    print("decision committed → tool body starts, warm Celery worker (threads pool, Redis)")
-    for history, figures in results.items():
+    report(results, args.histories)
+
+
+def report(results: dict, histories: list[int]) -> None:
+    bare, commit = results["bare"], results["commit"]
+    print(f"load average {' / '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(f"floor: bare Celery task, publish → body, p50 {bare['p50_ms']:.2f} ms, p99 {bare['p99_ms']:.2f} ms;")
+    print(f"  one-row commit p50 {commit['p50_ms']:.2f} ms; floor p50 {results['floor_p50_ms']:.2f} ms")
+    print("decision committed → tool body starts, warm Celery worker (threads pool, Redis), in turns with the floor")
+    for history in map(str, histories):
+        figures = results[history]
         print(
-            f"  history {history:>4}: p50 {figures['p50_ms']:.1f} ms, p99 {figures['p99_ms']:.1f} ms"
-            f" ({figures['n']} samples)"
+            f"  history {history:>4}: p50 {figures['p50_ms']:.2f} ms, p99 {figures['p99_ms']:.2f} ms"
+            f" ({figures['n']} samples): {results['ratio_p50'][history]:.2f}× the floor"
         )
+    print("statements the worker runs before the tool body, and why each stays:")
+    for sql, why in results["before_the_body"]:
+        print(f"  {sql[:60]}…\n      {why}")
+
+
+HEALTH_CHECK = (
+    "SELECT 1 (in the worker, not in this process)",
+    "the worker's kept connection checked once per task (CONN_HEALTH_CHECKS): a restarted PostgreSQL must not "
+    "fail the run",
+)
+WHY = [
+    (
+        'FROM "approvals_decision"',
+        "its decisions: the final one's argument hash binds what runs to what was "
+        "approved, and the approvals are counted again if policy changed",
+    ),
+    (
+        'FROM "approvals_toolcall"',
+        "the approved call with its run, the policy's stamp and the practice check, one "
+        "read: same tool and arguments as approved, policy evaluated again, a practice call never runs",
+    ),
+    (
+        "WITH guard AS (UPDATE",
+        "the claim (exactly one worker, under a lease) and its executing event in the trail "
+        "before the body, one statement",
+    ),
+]
+
+
+def statements_before_the_body(reviewer) -> list[tuple[str, str]]:
+    """One resumption in this process, as the worker runs it: each statement before the tool body, and why."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext, override_settings
+
+    from agents import loop
+    from approvals import services
+
+    run, call = waiting_run(2, reviewer)
+    with override_settings(REVIEWHUB_RESUME="bench.common.resume_nothing"):  # resumed here, not by the worker
+        services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
+    with CaptureQueriesContext(connection) as queries:
+        loop._run_approved_first(run.pk)
+    before = [HEALTH_CHECK]
+    for query in queries.captured_queries:
+        sql = " ".join(query["sql"].split())
+        before.append((sql, next((why for key, why in WHY if key in sql), "the tool's own facts, fetched again")))
+        if sql.startswith("WITH guard AS (UPDATE"):
+            return before
+    return before
 
 
 if __name__ == "__main__":

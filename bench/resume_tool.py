@@ -1,4 +1,5 @@
-"""The tool bench/resume.py approves: its body's first line notes the time in Redis, keyed by the run.
+"""The tool bench/resume.py approves: its body's first line notes the time in Redis, keyed by the run; and the
+bare task it measures beside it, which does nothing else.
 
 Imported by the benchmark and by the Celery worker it starts (`celery worker --include bench.resume_tool`).
 """
@@ -6,6 +7,7 @@ Imported by the benchmark and by the Celery worker it starts (`celery worker --i
 import time
 
 import redis
+from celery import shared_task
 from celery.signals import task_prerun
 from django.conf import settings
 from pydantic import BaseModel
@@ -45,6 +47,12 @@ registry.register(
 )
 # The benchmark's runs are the orders agent's (no checkpoint holds its answer): it may call bench_mark too.
 registry.allow(agent="orders", tools=[*registry.allowed("orders"), "bench_mark"])
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)  # advance_run's options
+def bare_mark(key: str) -> None:
+    """The floor: a task that only notes the time, on the same broker, worker and queue as a resumption."""
+    marks().set(key, repr(time.time()), ex=600)
 
 
 def _note_task_start(sender=None, args=None, **kwargs):

@@ -25,7 +25,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from approvals import access
 from approvals.lib import origins
-from remote.tokens import SHOWN, agent_for_token
+from remote.services import SHOWN, agent_for_token
 
 from .models import Gateway
 from .server import gateway_server

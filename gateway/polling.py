@@ -21,7 +21,7 @@ from .tasks import (
 
 def _require_extension(ctx) -> None:
     if not client_wants_tasks(ctx):
-        data = {"requiredCapabilities": {"extensions": {EXTENSION: {}}}}
+        data: dict[str, object] = {"requiredCapabilities": {"extensions": {EXTENSION: {}}}}
         raise MCPError(code=MISSING_CAPABILITY, message="Missing required client capability", data=data)
 
 
@@ -39,7 +39,8 @@ async def _run_if_approved(runtime: Runtime, call: ToolCall) -> ToolCall:
     """An approved call runs now, once (whoever polls first wins the claim); its state after."""
     if call.status != ToolCall.Status.APPROVED:
         return call
-    entry = (await runtime.catalog()).get(call.remote.tool.name)  # the upstream's name, not the prefixed one
+    tool = call.remote.tool  # its name is the upstream's, not the prefixed one
+    entry = (await runtime.catalog()).get(tool.name) if tool is not None else None
     if entry is None:
         return call  # the tool left the gateway's catalog: it stays approved, for a reviewer to see
     await claim_and_run(runtime, entry, call)

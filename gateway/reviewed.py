@@ -16,15 +16,14 @@ import mcp.types as types
 from django.conf import settings
 
 from approvals.models import ToolCall
-from remote.errors import ApiError
-from remote.waiting import Waiter
+from remote.services import ApiError, Waiter
 
 from . import services, tasks
 from .runtime import Runtime, db
 from .upstreams import error_result, text_of
 
 DONE = (ToolCall.Status.EXECUTED, ToolCall.Status.FAILED)
-ENDED = {
+ENDED: dict[str, str] = {
     ToolCall.Status.EXPIRED: "Nobody reviewed this call in time; it expired. Nothing was done.",
     ToolCall.Status.CANCELLED: "This call was cancelled. Nothing was done.",
 }
@@ -190,9 +189,11 @@ async def _renew_while(runtime: Runtime, call_id: int) -> None:
 
 async def _run_upstream(runtime: Runtime, entry: services.Entry, call: ToolCall) -> None:
     """Call the upstream with the approved arguments and report what it said (a failure too: nothing is stuck)."""
+    arguments = call.approved_arguments
+    assert arguments is not None  # a call is approved with its arguments
     renewing = asyncio.create_task(_renew_while(runtime, call.pk))
     try:
-        result = await runtime.upstreams.call(entry.upstream, entry.name, call.approved_arguments)
+        result = await runtime.upstreams.call(entry.upstream, entry.name, arguments)
     except Exception as exc:
         result = error_result(f"The server behind {entry.name} failed: {exc}")
     finally:

@@ -58,7 +58,8 @@ def gateway_server(name: str) -> Server:
         instructions="Tools behind ReviewHub: calls that change things wait for a person's review.",
         lifespan=lifespan,
         on_list_tools=_list_tools,
-        on_call_tool=_call_tool,
     )
+    # Not on_call_tool=: a reviewed call may answer with a task (a dict), which add_request_handler's type allows.
+    server.add_request_handler("tools/call", types.CallToolRequestParams, _call_tool)
     serve_tasks(server)  # MCP's tasks extension: a reviewed call as a task the client polls (gateway/tasks.py)
     return server

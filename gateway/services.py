@@ -18,9 +18,7 @@ from approvals.lib.hashing import canonical_json
 from approvals.models import Tier, ToolCall
 from approvals.tools import DECISIONS
 from remote import services as remote_services
-from remote.errors import Invalid
 from remote.models import RemoteAgent
-from remote.serialize import call_url
 
 from .models import Gateway, GatewayCall, Upstream, UpstreamTool, environment_entries
 from .upstreams import UpstreamSpec
@@ -82,7 +80,7 @@ def tool_declare(*, tool: UpstreamTool) -> None:
     try:
         remote_services.tool_declare(agent=agent, name=tool.name, declaration=declaration)
         problem = ""
-    except Invalid as exc:
+    except remote_services.Invalid as exc:
         problem = str(exc)
     if problem != tool.problem:
         UpstreamTool.objects.filter(pk=tool.pk).update(problem=problem)
@@ -118,12 +116,11 @@ def tools_sync(*, gateway: Gateway, listings: dict[int, list[dict]]) -> None:
 
 def catalog(*, gateway: Gateway) -> dict[str, Entry]:
     """The tools the gateway lists, by name: listed, declared, not forbidden; the first upstream's on a clash."""
-    tools = (
+    tools = list(
         UpstreamTool.objects.filter(upstream__gateway=gateway, upstream__enabled=True, listed=True, problem="")
         .select_related("upstream")
         .order_by("upstream__name", "name")
     )
-    tools = list(tools)
     schemas = {(tool.upstream_id, tool.name): tool for tool in tools}
     entries: dict[str, Entry] = {}
     for tool in tools:
@@ -221,4 +218,4 @@ def call_answered(*, call_id: int) -> None:
 
 
 def call_link(call: ToolCall) -> str:
-    return call_url(call)
+    return remote_services.call_url(call)

@@ -28,7 +28,7 @@ EXTENSION = "io.modelcontextprotocol/tasks"
 MISSING_CAPABILITY = -32021  # SEP-2663: Missing Required Client Capability
 SALT = "reviewhub.gateway.mcp-task"
 POLL_MS = 2000
-WORKING = {
+WORKING: dict[str, str] = {
     ToolCall.Status.PENDING: "Waiting for a reviewer (call {call}, {link}).",
     ToolCall.Status.APPROVED: "Approved; running it (call {call}).",
     ToolCall.Status.EXECUTING: "Approved; running it (call {call}).",

@@ -24,11 +24,14 @@ class PreferenceForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.user = user
         self.fields["tool_name"] = forms.ChoiceField(choices=tool_choices(), required=False, label="Tool")
-        self.fields["group"].queryset = Group.objects.exclude(name="auditors").order_by("name")
-        self.fields["group"].empty_label = "Every group"
+        group = self.fields["group"]
+        assert isinstance(group, forms.ModelChoiceField)  # the model's foreign key's field
+        group.queryset = Group.objects.exclude(name="auditors").order_by("name")
+        group.empty_label = "Every group"
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         scope = NotificationPreference.objects.filter(
             user=self.user, tool_name=cleaned.get("tool_name") or "", group=cleaned.get("group")
         )

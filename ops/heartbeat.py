@@ -34,7 +34,7 @@ def beat(hostname: str) -> None:
 
 def recent_workers() -> list[str]:
     names = client().zrangebyscore(KEY, time.time() - RECENT, "+inf")
-    return [name.decode() for name in names]
+    return [name.decode() for name in names if isinstance(name, bytes)]  # members come as bytes
 
 
 def start(hostname: str) -> threading.Event:

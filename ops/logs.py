@@ -16,6 +16,7 @@ Kind = AuditEvent.Kind
 # Hints and steps inside another event (claims, "executing", "deadline near") are left to the trail.
 QUIET = {Kind.REVIEW_CLAIMED, Kind.REVIEW_RELEASED, Kind.EXECUTING, Kind.DEADLINE_NEAR}
 WITH_ARGUMENTS = {Kind.PROPOSED, Kind.AUTO_RUN, Kind.DECIDED}
+SHORT_STATES: dict[str, str] = {Kind.PROPOSED: "pending", Kind.AUTO_RUN: "run without review"}
 
 
 def outcome(event: AuditEvent) -> str:
@@ -27,7 +28,7 @@ def outcome(event: AuditEvent) -> str:
         return f"escalated to {payload.get('to_group', '')}"
     if event.kind == Kind.RUN_FAILED:
         return f"failed: {payload.get('error', '')}"
-    return {Kind.PROPOSED: "pending", Kind.AUTO_RUN: "run without review"}.get(event.kind, str(event.kind))
+    return SHORT_STATES.get(event.kind, str(event.kind))
 
 
 def seconds(event: AuditEvent) -> float | None:

@@ -40,25 +40,32 @@ PUSH_FANOUT = Histogram(
 WEBHOOKS = Counter("reviewhub_webhook_deliveries", "Webhook deliveries to remote agents, by outcome", ["outcome"])
 NOTIFICATIONS = Counter("reviewhub_notifications", "Notifications sent, by channel and outcome", ["channel", "outcome"])
 
-RUN_ENDS = {Kind.COMPLETED: "completed", Kind.RUN_FAILED: "failed", Kind.CANCELLED: "cancelled"}
-PROPOSAL_KINDS = {Kind.PROPOSED: "pending", Kind.AUTO_RUN: "run", Kind.INVALID: "invalid", Kind.FORBIDDEN: "forbidden"}
+RUN_ENDS: dict[str, str] = {Kind.COMPLETED: "completed", Kind.RUN_FAILED: "failed", Kind.CANCELLED: "cancelled"}
+PROPOSAL_KINDS: dict[str, str] = {
+    Kind.PROPOSED: "pending",
+    Kind.AUTO_RUN: "run",
+    Kind.INVALID: "invalid",
+    Kind.FORBIDDEN: "forbidden",
+}
 
 
 def event_counted(event: AuditEvent) -> None:
     """Count this audit event (an observer: runs after the commit)."""
-    tool = event.tool_call.tool_name if event.tool_call is not None else ""
+    call = event.tool_call
+    tool = call.tool_name if call is not None else ""
     payload = event.payload or {}
     if event.kind in PROPOSAL_KINDS:
         PROPOSALS.labels(tool, PROPOSAL_KINDS[event.kind]).inc()
     elif event.kind == Kind.DECIDED:
         DECISIONS.labels(tool, payload.get("verdict", "")).inc()
-        if payload.get("final", True):
-            TIME_TO_DECISION.labels(tool).observe((event.created_at - event.tool_call.created_at).total_seconds())
+        if payload.get("final", True) and call is not None:
+            TIME_TO_DECISION.labels(tool).observe((event.created_at - call.created_at).total_seconds())
     elif event.kind in (Kind.EXECUTED, Kind.FAILED):
         EXECUTIONS.labels(tool, "executed" if event.kind == Kind.EXECUTED else "failed").inc()
     elif event.kind == Kind.EXPIRED:
         EXPIRIES.labels(tool).inc()
-        TIME_TO_DECISION.labels(tool).observe((event.created_at - event.tool_call.created_at).total_seconds())
+        if call is not None:
+            TIME_TO_DECISION.labels(tool).observe((event.created_at - call.created_at).total_seconds())
     elif event.kind == Kind.ESCALATED:
         ESCALATIONS.labels(tool).inc()
     elif event.kind in RUN_ENDS:
@@ -91,10 +98,10 @@ class RecordCollector:
         )
         for row in pending.values("tool_name", "review_group__name").annotate(n=Count("id")).order_by():
             count.add_metric([row["tool_name"], row["review_group__name"] or ""], row["n"])
-        for row in pending.values("tool_name").annotate(first=Min("created_at")).order_by():
-            oldest.add_metric([row["tool_name"]], (now - row["first"]).total_seconds())
-        for row in pending.filter(expires_at__lt=now).values("tool_name").annotate(n=Count("id")).order_by():
-            overdue.add_metric([row["tool_name"]], row["n"])
+        for first in pending.values("tool_name").annotate(first=Min("created_at")).order_by():
+            oldest.add_metric([first["tool_name"]], (now - first["first"]).total_seconds())
+        for late in pending.filter(expires_at__lt=now).values("tool_name").annotate(n=Count("id")).order_by():
+            overdue.add_metric([late["tool_name"]], late["n"])
         yield from (count, oldest, overdue, *self._runs(now))
 
     def _runs(self, now):

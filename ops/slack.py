@@ -8,6 +8,8 @@ model or a customer goes out as plain_text blocks: Slack renders no markup or me
 
 import json
 import logging
+from collections.abc import Sequence
+from typing import Any
 
 from django.conf import settings
 from slack_sdk import WebClient
@@ -27,7 +29,7 @@ MAX_FIELDS = 10  # Slack's limit on a section's fields
 
 
 def client() -> WebClient:
-    options = {"base_url": settings.SLACK_API_URL} if settings.SLACK_API_URL else {}
+    options: dict[str, Any] = {"base_url": settings.SLACK_API_URL} if settings.SLACK_API_URL else {}
     return WebClient(token=settings.SLACK_BOT_TOKEN, timeout=10, **options)
 
 
@@ -73,7 +75,7 @@ def outcome_text(call: ToolCall) -> str:
     return text
 
 
-def blocks(call: ToolCall, mention: list[str] = ()) -> list[dict]:
+def blocks(call: ToolCall, mention: Sequence[str] = ()) -> list[dict]:
     """The message for this call as it stands: waiting (with buttons) or settled (with its outcome)."""
     # A revision says so: the previous round, its reason and what changed are on its card in ReviewHub.
     revised = f" · round {call.revision}, revised after a reviewer sent it back" if call.revision > 1 else ""
@@ -120,7 +122,7 @@ def _send(method: str, **arguments) -> dict | None:
 def call_post(*, call: ToolCall, mention=()) -> None:
     """Post a waiting call to its group's channel (rewriting the post it already has there), and rewrite
     its posts elsewhere (the channel of the group it was escalated from: only the link is left there)."""
-    channel = SlackChannel.objects.filter(group_id=call.review_group_id).first()
+    channel = SlackChannel.objects.filter(group=call.review_group_id).first()
     if channel is None:
         return call_update(call_id=call.pk)
     ids = list(SlackIdentity.objects.filter(user__in=list(mention)).values_list("slack_user_id", flat=True))

@@ -10,6 +10,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from approvals.access import can_read_metrics, can_set_notifications
+from approvals.views.requests import ReviewerRequest
 
 from . import health, metrics, slack_actions
 from .forms import PreferenceForm
@@ -60,7 +61,7 @@ def slack_interactions(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def notification_settings(request: HttpRequest) -> HttpResponse:
+def notification_settings(request: ReviewerRequest) -> HttpResponse:
     """The reviewer's own notification preferences: add one (button "add") or delete one ("delete")."""
     allowed, why = can_set_notifications(request.user)
     if not allowed:

@@ -86,11 +86,12 @@ class PracticeCall(models.Model):
 
     def feedback(self) -> str:
         """What the reviewer is told at once: what the mistake was, and what they did."""
-        said = {
+        what_they_did: dict[str, str] = {
             self.Outcome.CAUGHT: "You caught it.",
             self.Outcome.MISSED: "You approved it.",
             self.Outcome.NOT_SEEN: "Nobody decided it before its deadline.",
-        }.get(self.settled_outcome)
+        }
+        said = what_they_did.get(self.settled_outcome)
         if said is None:
             return ""
         return f"This was a practice call: {self.explanation.rstrip('.')}. {said}"

@@ -26,7 +26,7 @@ class _NotPlanted(Exception):
     """The gate did not hold the copy for review (a rule changed meanwhile): nothing is kept."""
 
 
-def _plantable(tool: Tool, mistake: Mistake, arguments: dict):
+def _plantable(tool: Tool, mistake: Mistake, arguments: dict | None):
     """The planted arguments, if they are a call the gate would hold for a person; else None."""
     planted = mistake.plant(dict(arguments or {}))
     if planted is None:

@@ -2,17 +2,18 @@
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from approvals.access import can_list_practice_calls, can_read_catch_rates, practice_calls_for
 from approvals.insight import WindowForm
+from approvals.views.requests import ReviewerRequest
 
 from . import export, insight
 
 
-def _window(request: HttpRequest):
+def _window(request: ReviewerRequest):
     if not can_read_catch_rates(request.user):
         raise PermissionDenied("Reading catch rates needs the audit permission.")
     form = WindowForm(request.GET or None)
@@ -21,9 +22,10 @@ def _window(request: HttpRequest):
 
 @login_required
 @require_GET
-def catch_rate(request: HttpRequest) -> HttpResponse:
+def catch_rate(request: ReviewerRequest) -> HttpResponse:
     form, window = _window(request)
-    by = request.GET.get("by") if request.GET.get("by") in insight.BY else "reviewer"
+    by = request.GET.get("by", "")
+    by = by if by in insight.BY else "reviewer"
     rows = insight.catch_rates(window, by)
     context = {
         "form": form,
@@ -44,7 +46,7 @@ def catch_rate(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def catch_rate_csv(request: HttpRequest) -> HttpResponse:
+def catch_rate_csv(request: ReviewerRequest) -> HttpResponse:
     _, window = _window(request)
     calls = practice_calls_for(request.user, insight.practice_calls(window))
     response = HttpResponse(export.csv_text(calls), content_type="text/csv; charset=utf-8")

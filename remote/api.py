@@ -68,16 +68,17 @@ def tool_declare(request, payload: ToolIn, name: str = Path(..., pattern=r"^[A-Z
 
 @api.post("/calls", response={200: CallOut, 201: CallOut, **ERRORS}, summary="Propose a call")
 def call_propose(request, payload: CallIn):
+    # The answer is built from the call as the service wrote it (or read it, for a retry): nothing is read back.
     call, created = services.call_propose(agent=request.agent, proposal=payload.model_dump())
     if refusal := call_refusal(call):
         raise refusal
-    return (201 if created else 200), call_json(_reread(request, call.pk), request)
+    return (201 if created else 200), call_json(call, request)
 
 
 @api.post("/turns", response={200: CallOut, 201: CallOut, **ERRORS}, summary="Ask for a model turn to be reviewed")
 def turn_propose(request, payload: TurnIn):
     call, created = services.turn_propose(agent=request.agent, proposal=payload.model_dump())
-    return (201 if created else 200), call_json(_reread(request, call.pk), request)
+    return (201 if created else 200), call_json(call, request)
 
 
 def _reread(request, call_id: int) -> ToolCall:

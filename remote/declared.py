@@ -14,7 +14,7 @@ from jsonschema import validators
 from jsonschema.exceptions import SchemaError
 
 from approvals.models import ToolCall
-from approvals.tools import CHECKPOINT, ArgumentsInvalid, Tool, arguments_object
+from approvals.tools import CHECKPOINT, ArgumentsInvalid, Tool
 
 from .models import DeclaredTool, RemoteCall, Thread
 
@@ -34,6 +34,13 @@ class DeclaredSchema:
 
     def model_json_schema(self) -> dict:
         return self.schema
+
+    def model_validate(self, obj: dict) -> JsonArguments:
+        """The arguments (a JSON object) checked against the declared schema; raises ArgumentsInvalid."""
+        errors = _field_errors(validators.validator_for(self.schema)(self.schema), obj)
+        if errors:
+            raise ArgumentsInvalid(errors)
+        return JsonArguments(obj)
 
 
 def schema_problem(schema: dict) -> str:
@@ -98,17 +105,14 @@ def _field_errors(validator, arguments: dict) -> dict[str, list[str]]:
     return errors
 
 
+def _executed_by_the_agent(*args, **kwargs):
+    raise RuntimeError("A remote agent's call is executed by the agent, never by ReviewHub.")
+
+
 @dataclass(frozen=True)
-class DeclaredToolAdapter(Tool):
+class DeclaredToolAdapter(Tool[JsonArguments]):
     schema: dict | None = None
     template: str = ""
-
-    def parse(self, arguments) -> JsonArguments:
-        arguments = arguments_object(arguments)
-        errors = _field_errors(validators.validator_for(self.schema)(self.schema), arguments)
-        if errors:
-            raise ArgumentsInvalid(errors)
-        return JsonArguments(arguments)
 
     def normalize(self, arguments) -> dict:
         return self.parse(arguments).model_dump()
@@ -132,7 +136,7 @@ class DeclaredToolAdapter(Tool):
         return f"[dry run] {self.render_description(args)} (the agent executes this call; nothing was written here)"
 
     def run(self, args, context):
-        raise RuntimeError("A remote agent's call is executed by the agent, never by ReviewHub.")
+        return _executed_by_the_agent(args, context)
 
 
 @lru_cache(maxsize=2048)
@@ -152,7 +156,7 @@ def adapter_for(tool: DeclaredTool) -> DeclaredToolAdapter:
         description=tool.description,
         args_model=DeclaredSchema(tool.input_schema),
         tier=tool.tier,
-        func=None,
+        func=_executed_by_the_agent,
         key_fields=tuple(tool.key_fields),
         decisions=tuple(tool.decisions),
         idempotent=tool.idempotent,
@@ -169,6 +173,13 @@ def tool_for_call(call) -> DeclaredToolAdapter | None:
     return tool
 
 
+def proposed_tool(tool: DeclaredTool, kind: str) -> DeclaredToolAdapter:
+    """The declaration a call is being proposed under, as the gate admits it (as a checkpoint, for a call of that
+    kind), built from the row the proposal read: the gate does not look it up again."""
+    adapter = adapter_for(tool)
+    return replace(adapter, kind=CHECKPOINT) if kind == ToolCall.Kind.CHECKPOINT else adapter
+
+
 def draft_problem(tool: DeclaredTool) -> str:
     """Why this declared tool cannot be asked for as a checkpoint ("" when it can): it must take a draft."""
     properties = tool.input_schema.get("properties") or {}
@@ -179,6 +190,8 @@ def draft_problem(tool: DeclaredTool) -> str:
 
 def _declared_for_call(call) -> DeclaredToolAdapter | None:
     """The declaration a remote call was proposed under; while it is being proposed, the agent's current one."""
+    if call.kind == ToolCall.Kind.TURN:
+        return None  # a model turn the agent asked to have reviewed: no tool
     if call.pk is not None:
         found = RemoteCall.objects.filter(tool_call_id=call.pk).values_list("tool_id", "tool__created_at").first()
         if found is not None:

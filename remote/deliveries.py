@@ -79,7 +79,7 @@ def delivery_attempt(*, delivery_id: int) -> str:
     code, error = _send(delivery)
     observers.measured("webhook_delivery", time.monotonic() - started, "failed" if error else "")
     attempts = delivery.attempts + 1
-    fields = {"last_status_code": code, "last_error": error}
+    fields: dict[str, object] = {"last_status_code": code, "last_error": error}
     if not error:
         outcome, fields = (
             "delivered",

@@ -6,11 +6,10 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import ConfigDict, Field
 
-from approvals.tools import DECISIONS
+from approvals.tools import DECISIONS, DecisionName
 
 from .models import TOOL_NAME_PATTERN
 
-DecisionName = Literal["approve", "edit", "reject", "respond"]
 TierName = Literal["read_only", "reversible", "approval", "forbidden"]
 Status = Literal[
     "pending",

@@ -5,7 +5,7 @@ from django.urls import reverse
 
 from approvals.models import Decision, ToolCall
 
-from .services.calls import execution_key
+from .keys import execution_key
 
 APPROVED = (ToolCall.Status.APPROVED, ToolCall.Status.EXECUTING, ToolCall.Status.EXECUTED, ToolCall.Status.FAILED)
 

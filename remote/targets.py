@@ -74,14 +74,18 @@ def resolve(url: str, *, allow_private: bool | None = None) -> Target:
     if problem:
         raise TargetRefused(problem)
     parts = urlsplit(url)
+    host = parts.hostname
+    if host is None:  # url_problem refused it already
+        raise TargetRefused("The URL has no host.")
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
-        infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
-        raise TargetRefused(f"{parts.hostname} could not be resolved ({exc}).")
-    addresses = list(dict.fromkeys(info[4][0] for info in infos))
+        raise TargetRefused(f"{host} could not be resolved ({exc}).")
+    # An IPv4 or IPv6 address as text (a socket address's first item: an int only for families not asked for).
+    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
     for address in addresses:
         if problem := address_problem(address, allow):
-            raise TargetRefused(f"{parts.hostname} resolves to {problem}; refused.")
+            raise TargetRefused(f"{host} resolves to {problem}; refused.")
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    return Target(parts.scheme, parts.hostname, port, addresses[0], path)
+    return Target(parts.scheme, host, port, addresses[0], path)

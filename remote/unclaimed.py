@@ -48,8 +48,10 @@ def unclaimed_flag(*, now: datetime | None = None) -> int:
     now = now or timezone.now()
     count = 0
     for remote in unclaimed_calls(now=now):
-        waited = int((now - remote.approval_read_at).total_seconds())
-        payload = {"agent": remote.agent.name, "read_at": remote.approval_read_at, "seconds_since_read": waited}
+        read_at = remote.approval_read_at
+        assert read_at is not None  # unclaimed_calls: read before the cutoff
+        waited = int((now - read_at).total_seconds())
+        payload = {"agent": remote.agent.name, "read_at": read_at, "seconds_since_read": waited}
         audit.record(NOT_CLAIMED, tool_call=remote.tool_call, payload=payload)
         live.call_changed(remote.tool_call_id)
         live.run_changed(remote.tool_call.run_id)

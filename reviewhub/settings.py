@@ -292,8 +292,7 @@ REVIEWHUB_RESUME = env_str("REVIEWHUB_RESUME", "agents.dispatch.enqueue_advance"
 REVIEWHUB_REMOTE_RESUME = env_str("REVIEWHUB_REMOTE_RESUME", "remote.resume.run_decided")
 # Runs of AG-UI agents (agui/): the decisions resume the agent with a RunAgentInput, from a background task.
 REVIEWHUB_AGUI_RESUME = env_str("REVIEWHUB_AGUI_RESUME", "agui.resume.run_decided")
-# Which of the settings above resumes a run, by its advanced_by (the one seam approvals/ asks).
-RESUME_SEAMS = {"local": "REVIEWHUB_RESUME", "remote": "REVIEWHUB_REMOTE_RESUME", "agui": "REVIEWHUB_AGUI_RESUME"}
+# Which of the settings above resumes a run is its advancer's to say (approvals/advancers.py, registered by each app).
 # An AG-UI agent that cannot be reached is tried again this many times, this many seconds apart, then the run fails.
 AGUI_CONNECT_ATTEMPTS = env_int("AGUI_CONNECT_ATTEMPTS", 5)
 AGUI_RETRY_SECONDS = float(env_str("AGUI_RETRY_SECONDS", "5"))

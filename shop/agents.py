@@ -22,7 +22,7 @@ CUSTOMER_EMAIL = Searchable("customer_email", "facts", EMAIL, ("lower",), "a cus
 RECIPIENT = Searchable("to", pattern=EMAIL, forms=("lower", "as typed"), label="a recipient's email")
 CUSTOMER_NAME = Searchable("customer", "facts", label="a customer's name")
 
-TOOLS = [
+TOOLS: list[Tool] = [
     Tool(
         name="lookup_customer",
         description="Find customers by name or email address.",

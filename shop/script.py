@@ -104,7 +104,7 @@ GUIDANCE = re.compile(r"^Guidance from reviewer [^:]*: ", re.MULTILINE)
 
 def revise(messages: list[dict]) -> tuple[str, list[dict]] | None:
     """After a reviewer sent the draft reply back: a new draft that heeds their guidance (None otherwise)."""
-    step = next((m for m in reversed(messages) if m.get("role") == "assistant"), {})
+    step: dict = next((m for m in reversed(messages) if m.get("role") == "assistant"), {})
     held = [c for c in step.get("tool_calls") or [] if c["function"]["name"] == "reply_to_customer"]
     if not held:
         return None

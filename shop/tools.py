@@ -5,11 +5,11 @@ import json
 import unicodedata
 from datetime import timedelta
 from decimal import Decimal
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, TypedDict
 
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
-from django.db.models import OuterRef, Q, Subquery, Sum
+from django.db.models import OuterRef, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -17,6 +17,9 @@ from approvals.lib.text import money
 from approvals.tools import ToolContext, ToolError
 
 from .models import Customer, Order, OrderNote, OutgoingEmail, Refund
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 # Patterns are ASCII only: \d would also take other scripts' digits (A-١٠٠١), \w and \s other letters and spaces.
 OrderId = Annotated[str, Field(pattern=r"^A-[0-9]{4}$", description="Order number, like A-1001.")]
@@ -27,9 +30,9 @@ class Args(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-def _order(order_id: str, orders=None) -> Order:
-    """The order with its customer, from `orders` (an annotated queryset, say) or all orders."""
-    order = (Order.objects if orders is None else orders).select_related("customer").filter(number=order_id).first()
+def _order[O: Order](order_id: str, orders: QuerySet[O]) -> O:
+    """The order with its customer, from `orders` (all orders, or an annotated queryset)."""
+    order = orders.select_related("customer").filter(number=order_id).first()
     if order is None:
         raise ToolError(f"there is no order {order_id}")
     return order
@@ -67,10 +70,14 @@ class OrderArgs(Args):
     order_id: OrderId
 
 
+class Refunded(TypedDict):
+    refunded: Decimal | None  # the sum of the order's refunds (None: it has none)
+
+
 def get_order_status(args: OrderArgs, ctx: ToolContext) -> str:
     """One statement: the order, its customer and the sum of its refunds (a subquery)."""
     refunds = Refund.objects.filter(order=OuterRef("pk")).values("order").annotate(s=Sum("amount")).values("s")
-    order = _order(args.order_id, Order.objects.annotate(refunded=Subquery(refunds)))
+    order: WithAnnotations[Order, Refunded] = _order(args.order_id, Order.objects.annotate(refunded=Subquery(refunds)))
     return json.dumps(
         {
             "order_id": order.number,
@@ -94,7 +101,7 @@ class AddOrderNoteArgs(Args):
 
 
 def add_order_note(args: AddOrderNoteArgs, ctx: ToolContext) -> str:
-    order = _order(args.order_id)
+    order = _order(args.order_id, Order.objects.all())
     note, _ = OrderNote.objects.get_or_create(
         idempotency_key=ctx.idempotency_key, defaults={"order": order, "text": args.text}
     )
@@ -167,7 +174,7 @@ def issue_refund(args: IssueRefundArgs, ctx: ToolContext) -> str:
             return (
                 f"Refund {existing.pk} of {money(existing.amount)} on order {existing.order.number} was already issued."
             )
-        order = Order.objects.select_for_update().get(pk=_order(args.order_id).pk)
+        order = Order.objects.select_for_update().get(pk=_order(args.order_id, Order.objects.all()).pk)
         remaining = order.total - order.refunded_total()
         if amount > remaining:
             raise ToolError(

@@ -8,9 +8,10 @@ shop's and Django's own user and group admins included, so that none can forget 
 from django.contrib.admin.options import ActionLocation
 
 from approvals.access import may_change_in_admin
+from approvals.admin.readonly import ModelAdminMixin
 
 
-class AuditorsOnlyLook:
+class AuditorsOnlyLook(ModelAdminMixin):
     """A ModelAdmin mixin: whatever else they may hold (even superuser), auditors cannot add, change or delete,
     nor run an action."""
 

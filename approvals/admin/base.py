@@ -6,6 +6,7 @@ from datetime import UTC
 
 from django.contrib import admin
 from django.core.paginator import Paginator
+from django.db.models import QuerySet
 from django.urls import reverse
 from django.utils.functional import cached_property
 from django.utils.html import format_html
@@ -24,6 +25,7 @@ class CappedPaginator(Paginator):
     """
 
     cap = 2_000
+    object_list: QuerySet  # the admin's changelists page querysets
 
     @cached_property
     def count(self) -> int:

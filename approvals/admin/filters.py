@@ -5,7 +5,7 @@ PostgreSQL refuses a NUL character in any text it is given, so `?tool=%00` would
 in the middle of a query (or, in a streamed export, in the middle of the response).
 """
 
-from datetime import timedelta
+from datetime import date, timedelta
 from itertools import chain
 
 from django.contrib import admin
@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponseBadRequest
 
 from approvals import insight
 from approvals.admin import search
+from approvals.admin.readonly import ModelAdminMixin
 from approvals.audit.export import parse_moment
 from approvals.lib import storable
 from approvals.models import Decision
@@ -31,7 +32,7 @@ def refused_query(request: HttpRequest) -> HttpResponseBadRequest | None:
     return HttpResponseBadRequest(f"A filter or search value in this address {problem[0].lower()}{problem[1:]}")
 
 
-class RefuseUnstorableQuery:
+class RefuseUnstorableQuery(ModelAdminMixin):
     """A ModelAdmin mixin: the list answers 400 before any filter, search or count runs."""
 
     def changelist_view(self, request, extra_context=None):
@@ -46,6 +47,7 @@ class DateRangeFilter(admin.DateFieldListFilter):
     def __init__(self, field, request, params, model, model_admin, field_path):
         super().__init__(field, request, params, model, model_admin, field_path)
         today = self.links[1][1][self.lookup_kwarg_since]
+        assert isinstance(today, date)  # Django's "Today" link: a date, or a datetime for a DateTimeField
         tomorrow = self.links[1][1][self.lookup_kwarg_until]
         self.links = (
             self.links[:3]
@@ -106,8 +108,9 @@ class OutcomeFilter(admin.SimpleListFilter):
         return insight.ALL_OUTCOMES
 
     def queryset(self, request, queryset):
-        if self.value() in dict(insight.ALL_OUTCOMES):
-            return queryset.filter(insight.outcome_filter(self.value()))
+        value = self.value()
+        if value is not None and value in dict(insight.ALL_OUTCOMES):
+            return queryset.filter(insight.outcome_filter(value))
         return queryset
 
 

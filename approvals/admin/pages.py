@@ -40,8 +40,7 @@ from approvals.tools import registry
 
 class ToolCallInline(admin.TabularInline):
     model = ToolCall
-    fields = ["tool", "status", "description_shown", "created_at", "executed_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("tool", "status", "description_shown", "created_at", "executed_at")
     tool = revealed("tool_name", "tool")
     description_shown = revealed("description", "description")
     show_change_link = True
@@ -66,7 +65,7 @@ class RunAdmin(RecordAdmin):
     sortable_by = ["id", "created"]
     inlines = [ToolCallInline]
     ordering = ["-pk"]
-    fields = [
+    fields = readonly_fields = (
         "public_id",
         "agent",
         "request_shown",
@@ -80,13 +79,37 @@ class RunAdmin(RecordAdmin):
         "created_at",
         "updated_at",
         "finished_at",
-    ]
-    readonly_fields = fields
+    )
     request_shown = revealed("request", "request", _text)
     last_error_shown = revealed("last_error", "last error", _text)
 
     def get_search_results(self, request, queryset, search_term):
         return queryset.filter(search.runs(search_term)), False
+
+
+# The call page's two sections.
+CALL_PROPOSAL = (
+    "run",
+    "call_id_shown",
+    "tool",
+    "tier",
+    "description_shown",
+    "arguments_shown",
+    "facts_shown",
+    "policy_shown",
+    "reasoning_shown",
+    "user_request_shown",
+)
+CALL_OUTCOME = (
+    "status",
+    "required_approvals",
+    "expires_at",
+    "approved_arguments_shown",
+    "idempotency_key",
+    "claimed_at",
+    "executed_at",
+    "output_shown",
+)
 
 
 @admin.register(ToolCall)
@@ -98,41 +121,8 @@ class ToolCallAdmin(RecordAdmin):
     search_help_text = property(lambda self: search.help_text("A call or run id, a run's UUID"))
     sortable_by = ["id", "created"]
     ordering = ["-created_at", "-pk"]  # the created_at index serves a date filter and the order at once
-    fieldsets = [
-        (
-            "Proposal",
-            {
-                "fields": [
-                    "run",
-                    "call_id_shown",
-                    "tool",
-                    "tier",
-                    "description_shown",
-                    "arguments_shown",
-                    "facts_shown",
-                    "policy_shown",
-                    "reasoning_shown",
-                    "user_request_shown",
-                ]
-            },
-        ),
-        (
-            "Outcome",
-            {
-                "fields": [
-                    "status",
-                    "required_approvals",
-                    "expires_at",
-                    "approved_arguments_shown",
-                    "idempotency_key",
-                    "claimed_at",
-                    "executed_at",
-                    "output_shown",
-                ]
-            },
-        ),
-    ]
-    readonly_fields = [field for _, options in fieldsets for field in options["fields"]]
+    fieldsets = [("Proposal", {"fields": CALL_PROPOSAL}), ("Outcome", {"fields": CALL_OUTCOME})]
+    readonly_fields = CALL_PROPOSAL + CALL_OUTCOME
     tool = revealed("tool_name", "tool")
     call_id_shown = revealed("call_id", "call id")
     description_shown = revealed("description", "description")
@@ -209,7 +199,7 @@ class DecisionAdmin(RecordAdmin):
     search_help_text = property(lambda self: search.help_text("A call or run id"))
     sortable_by = ["id", "created"]
     ordering = ["-created_at", "-pk"]
-    fields = [
+    fields = readonly_fields = (
         "tool_call",
         "reviewer",
         "verdict",
@@ -220,8 +210,7 @@ class DecisionAdmin(RecordAdmin):
         "final",
         "review_round",
         "created_at",
-    ]
-    readonly_fields = fields
+    )
     arguments_shown = revealed("arguments", "arguments", _pretty)
     reason_shown = revealed("reason", "reason", _text)
     guidance_shown = revealed("guidance", "guidance", _text)
@@ -242,8 +231,15 @@ class MessageAdmin(RecordAdmin):
     search_fields = ["=run__id"]
     sortable_by = ["id"]
     ordering = ["-pk"]
-    fields = ["run", "seq", "role", "content_shown", "tool_calls_shown", "tool_call_id_shown", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "run",
+        "seq",
+        "role",
+        "content_shown",
+        "tool_calls_shown",
+        "tool_call_id_shown",
+        "created_at",
+    )
     content_shown = revealed("content", "content", _text)
     tool_calls_shown = revealed("tool_calls", "tool calls", _pretty)
     tool_call_id_shown = revealed("tool_call_id", "tool call id")
@@ -260,7 +256,7 @@ class AuditEventAdmin(RecordAdmin):
     # Newest first by time, then id: with a date filter, ordering by id alone makes
     # PostgreSQL walk the primary key backwards through every newer event.
     ordering = ["-created_at", "-pk"]
-    fields = [
+    fields = readonly_fields = (
         "id",
         "created_at",
         "kind",
@@ -273,8 +269,7 @@ class AuditEventAdmin(RecordAdmin):
         "previous_event",
         "hash",
         "hash_check",
-    ]
-    readonly_fields = fields
+    )
 
     def get_search_results(self, request, queryset, search_term):
         return queryset.filter(search.by_call(search_term)), False

@@ -17,6 +17,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
@@ -60,7 +61,7 @@ class Entry:
 
     kind: str
     tool_call: ToolCall | None = None
-    actor: object = None
+    actor: User | None = None
     actor_label: str = ""
     payload: dict | None = None
 
@@ -69,9 +70,10 @@ def chain_of(run) -> int:
     return run.pk if run is not None else GLOBAL_CHAIN
 
 
-def _event(entry: Entry, run, chain: int, prev_hash: str, now) -> AuditEvent:
+def _event(entry: Entry, run, chain: int, now) -> AuditEvent:
+    """The event, not yet linked: its prev_hash and hash come from the chain's head when it is appended."""
     actor = entry.actor
-    event = AuditEvent(
+    return AuditEvent(
         run=run,
         tool_call=entry.tool_call,
         kind=entry.kind,
@@ -79,31 +81,58 @@ def _event(entry: Entry, run, chain: int, prev_hash: str, now) -> AuditEvent:
         actor_label=entry.actor_label or (actor.get_username() if actor else "system"),
         payload=_json_safe(entry.payload),
         created_at=now,
-        prev_hash=prev_hash,
         chain=chain,
     )
-    event.hash = event.compute_hash()
-    return event
 
 
-@transaction.atomic(savepoint=False)
-def record_many(run, entries: list[Entry]) -> list[AuditEvent]:
-    """Append events to the run's chain (the global one without a run), in order: two statements however many
-    on PostgreSQL (approvals/audit/store.py), three elsewhere.
+def record_many(
+    run, entries: list[Entry], *, only_if: tuple[str, list] = audit_store.NO_GUARD, new_chain: bool = False
+) -> list[AuditEvent]:
+    """Append events to the run's chain (the global one without a run), in order: on PostgreSQL one statement for
+    one event, two however many otherwise (approvals/audit/store.py), three elsewhere.
 
-    Only that chain's head row is locked, so writers on different runs never wait for each other.
+    Only that chain's head row is locked, so writers on different runs never wait for each other. `only_if`: a
+    statement (SQL, parameters) that must return a row for the events to be appended, run with them (one event;
+    see store.append_one); [] when it returns none. `new_chain`: the run was inserted in this transaction, so
+    nobody else can see its chain yet: its head row is inserted with its first events (one statement on
+    PostgreSQL) instead of being looked for and locked.
     """
     if not entries:
         return []
-    chain = chain_of(run)
-    (head_id, last_hash), now = audit_store.lock_head(chain), timezone.now()
-    events = []
-    for entry in entries:
-        events.append(_event(entry, run, chain, events[-1].hash if events else last_hash, now))
-    audit_store.append(events, head_id)
+    chain, now = chain_of(run), timezone.now()
+    events = [_event(entry, run, chain, now) for entry in entries]
+    if new_chain:
+        _link(events, GENESIS_HASH)
+        audit_store.append(events, None, chain=chain)
+    else:
+        done = audit_store.append_one(events[0], only_if=only_if) if len(events) == 1 else None  # None: not done
+        if done == (False, False):
+            return []  # the guard returned no row
+        guard = only_if if done is None else audit_store.NO_GUARD  # else it ran already, but the chain had no head
+        if done != (True, True) and not _append_locked(events, chain, guard):
+            return []
     for event in events:
         observers.event_recorded(event)
     return events
+
+
+@transaction.atomic(savepoint=False)
+def _append_locked(events: list[AuditEvent], chain: int, only_if: tuple[str, list]) -> bool:
+    """The way for several events, a chain's first, or another database: the guard, the head locked, the events
+    linked to it and appended, in one transaction."""
+    if only_if != audit_store.NO_GUARD and not audit_store.guarded(only_if):
+        return False
+    head_id, last_hash = audit_store.lock_head(chain)
+    _link(events, last_hash)
+    audit_store.append(events, head_id, chain=chain)
+    return True
+
+
+def _link(events: list[AuditEvent], last_hash: str) -> None:
+    """Chain the events, in order, after the hash `last_hash`."""
+    for event in events:
+        event.prev_hash = last_hash
+        event.hash = last_hash = event.compute_hash()
 
 
 def record(kind: str, *, run=None, tool_call=None, actor=None, actor_label: str = "", payload=None) -> AuditEvent:
@@ -290,7 +319,7 @@ class ChainStep:
         return dict(Decision.Verdict.choices).get(self.event.payload.get("verdict"), "Decided")
 
 
-STEP_TITLES = {
+STEP_TITLES: dict[str, str] = {
     AuditEvent.Kind.PROPOSED: "Proposed, held for review",
     AuditEvent.Kind.AUTO_RUN: "Proposed, run without review",
     AuditEvent.Kind.INVALID: "Refused as invalid",
@@ -327,17 +356,17 @@ class CallChain:
         return self.executed_hash == self.approved_hash
 
 
-def before_in_chain():
-    """The event before each one in its chain (an index scan of (chain, id)), for .annotate(): its id and hash."""
+def before_in_chain(field: str) -> Subquery:
+    """A field of the event before each one in its chain (an index scan of (chain, id)), for .annotate()."""
     before = AuditEvent.objects.filter(chain=OuterRef("chain"), pk__lt=OuterRef("pk")).order_by("-pk")
-    return {"before_id": Subquery(before.values("pk")[:1]), "before_hash": Subquery(before.values("hash")[:1])}
+    return Subquery(before.values(field)[:1])
 
 
 def before(event: AuditEvent) -> tuple[int | None, str | None]:
     """The id and hash of the event before this one in its chain (None, None for a chain's first)."""
     return (
         AuditEvent.objects.filter(pk=event.pk)
-        .annotate(**before_in_chain())
+        .annotate(before_id=before_in_chain("pk"), before_hash=before_in_chain("hash"))
         .values_list("before_id", "before_hash")
         .get()
     )
@@ -345,7 +374,11 @@ def before(event: AuditEvent) -> tuple[int | None, str | None]:
 
 def call_chain(call: ToolCall) -> CallChain:
     """The call's events in order, each checked against its hash and linked to the event before it in its chain."""
-    events = list(call.audit_events.select_related("actor").annotate(**before_in_chain()).order_by("pk"))
+    events = list(
+        call.audit_events.select_related("actor")
+        .annotate(before_id=before_in_chain("pk"), before_hash=before_in_chain("hash"))
+        .order_by("pk")
+    )
     steps = []
     approved_hash = executed_hash = ""
     for event in events:

@@ -124,7 +124,8 @@ class WindowForm(forms.Form):
         self.fields["since"].initial, self.fields["until"].initial = default.first, default.last
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         default = Window.default()
         last = data.get("until") or default.last
         first = data.get("since") or last - timedelta(days=DEFAULT_DAYS - 1)
@@ -330,8 +331,17 @@ def shadow_agreement(window: Window) -> list[ShadowAgreement]:
         )
         .order_by("tool", "name")
     )
-    fields = ("name", "tool", "outcome", "matched", "compared", "agreed")
-    return [ShadowAgreement(**{field: row[field] for field in fields}) for row in rows]
+    return [
+        ShadowAgreement(
+            name=row["name"],
+            tool=row["tool"],
+            outcome=row["outcome"],
+            matched=row["matched"],
+            compared=row["compared"],
+            agreed=row["agreed"],
+        )
+        for row in rows
+    ]
 
 
 @dataclass(frozen=True)

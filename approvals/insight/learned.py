@@ -23,9 +23,10 @@ the threshold) means it is not proposed again.
 Nothing here writes: services.learned_rule_add() adds a proposal as a shadow rule and replays it.
 """
 
+import dataclasses
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 
 from django.conf import settings
@@ -70,7 +71,7 @@ class Proposal:
     others: tuple[tuple[str, int], ...] = ()  # the settled calls above it, by what they were
     money: bool = False
     days: int = 30
-    window: Window | None = field(default=None, compare=False)
+    window: Window | None = dataclasses.field(default=None, compare=False)
 
     @property
     def operator(self) -> str:
@@ -207,6 +208,7 @@ def learn(tool: Tool, calls: list[Settled], *, min_calls: int, window: Window) -
     if len(under) < min_calls:
         return None
     top = max(under, key=lambda pair: pair[0])[1]
+    assert top.arguments is not None  # a valued call's arguments hold `name` (_value)
     above = Counter(call.outcome for value, call in valued if ceiling is not None and value >= ceiling)
     return Proposal(
         tool.name,

@@ -100,7 +100,8 @@ def _posted(value) -> str:
 def answer_fields(question: dict, values: dict | None = None, errors: dict | None = None) -> list[AnswerField]:
     """The form a reviewer answers with, generated from the question's schema; `values` as posted."""
     values, errors = values or {}, errors or {}
-    payload = question.get("payload") if isinstance(question.get("payload"), dict) else {}
+    payload = question.get("payload")
+    payload = payload if isinstance(payload, dict) else {}
     labels = {str(k): v for k, v in (payload.get("labels") or {}).items()}
     properties, required = _properties(question.get("schema") or {})
     return [
@@ -165,9 +166,7 @@ def parse_answer(question: dict, data) -> object:
             answer[field.name] = value
     if errors:
         raise AnswerInvalid(errors)
-    if not _is_object(schema):
-        answer = answer.get(SINGLE)
-    return validated_answer(question, answer)
+    return validated_answer(question, answer if _is_object(schema) else answer.get(SINGLE))
 
 
 def validated_answer(question: dict, answer) -> object:

@@ -145,7 +145,8 @@ class PreviousRound:
 
 
 def _earlier_rounds(previous: ToolCall, limit: int = 20) -> list[ToolCall]:
-    chain, call = [], previous
+    chain: list[ToolCall] = []
+    call = previous
     while call.revision_of_id is not None and len(chain) < limit:
         call = ToolCall.objects.only("pk", "revision", "revision_of_id").get(pk=call.revision_of_id)
         chain.append(call)

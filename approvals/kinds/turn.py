@@ -21,8 +21,9 @@ class TurnCard:
 
 def turn_card(call: ToolCall) -> TurnCard:
     """The transcript as it was when the turn was held (up to the call's row; later rows came after the review).
-    A remote agent's turn: the transcript the agent sent with its request, as the agent's (untrusted)."""
-    if call.run.is_remote:
+    A turn of an agent that calls its own model: the transcript the agent sent with its request, as the agent's
+    (untrusted)."""
+    if not call.run.advancer.calls_model:
         rows = rows_of((call.agent_facts or {}).get("transcript") or [])
         return TurnCard(rows[:-RECENT], rows[-RECENT:])
     rows = list(

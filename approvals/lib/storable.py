@@ -72,7 +72,7 @@ def _read_int(digits: str):
 def json_problems(value) -> dict[str, list[str]]:
     """Field by field ("amount", "items.0.name", "__all__" for the whole), what cannot be stored or read."""
     problems: dict[str, list[str]] = {}
-    stack = [((), value)]
+    stack: list[tuple[tuple[str, ...], object]] = [((), value)]
     while stack:
         path, item = stack.pop()
         name = ".".join(path) or "__all__"

@@ -22,7 +22,7 @@ NOT_FOUND = 4404
 class QueueConsumer(AsyncWebsocketConsumer):
     async def connect(self):
         user = self.scope.get("user")
-        if not await database_sync_to_async(access.is_reviewer)(user):
+        if user is None or not await database_sync_to_async(access.is_reviewer)(user):
             await self.close(code=REFUSED)
             return
         await self.accept()

@@ -42,6 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections
 from django.template.loader import render_to_string
 
@@ -61,7 +62,7 @@ PUSH_TEMPLATE = "approvals/partials/live_push.html"
 # most this long before the user is read again; HTTP requests always re-read.
 USER_TTL = 30.0
 _sockets: dict[int, set] = defaultdict(set)  # user id -> this process's open queue sockets
-_users: dict[int, tuple[float, object, tuple]] = {}  # id -> (loaded at, user, permission group); database thread only
+_users: dict[int, tuple[float, User, tuple]] = {}  # id -> (loaded at, user, permission group); database thread only
 _listener: dict = {}  # this process's member of the queue group: loop, channel, task
 REJOIN_EVERY = 3600.0  # seconds; a channel layer forgets group members after a day (group_expiry)
 
@@ -128,7 +129,7 @@ def _permission_group(user) -> tuple:
     )
 
 
-def _current_users(user_ids) -> list[tuple[object, tuple]]:
+def _current_users(user_ids) -> list[tuple[User, tuple]]:
     """(user, permission group) for each of these users, re-read when older than USER_TTL."""
     now = time.monotonic()
     stale = [pk for pk in user_ids if pk not in _users or now - _users[pk][0] > USER_TTL]
@@ -139,7 +140,7 @@ def _current_users(user_ids) -> list[tuple[object, tuple]]:
             _users[user.pk] = (now, user, _permission_group(user))
     for pk in set(_users) - set(user_ids):
         del _users[pk]
-    return [_users[pk][1:] for pk in user_ids if pk in _users]
+    return [(_users[pk][1], _users[pk][2]) for pk in user_ids if pk in _users]
 
 
 def _load_call(call_id: int) -> ToolCall | None:

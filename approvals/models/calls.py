@@ -1,6 +1,7 @@
 """Tool calls and the decisions on them."""
 
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import Group
@@ -57,7 +58,8 @@ class ToolCall(models.Model):
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_calls", db_index=False)  # unique below
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="calls")
-    call_id = models.CharField(max_length=200)
+    CALL_ID_LENGTH = TOOL_NAME_LENGTH = 200  # what the gate can store (longer ones are refused, cut short)
+    call_id = models.CharField(max_length=CALL_ID_LENGTH)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.CALL)
     # A tool that asks: {"prompt": str, "schema": JSON schema of the answer, "payload": what to show}.
     question = models.JSONField(default=dict, blank=True)
@@ -67,7 +69,7 @@ class ToolCall(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="revisions", db_index=False
     )
     revision = models.PositiveSmallIntegerField(default=1)
-    tool_name = models.CharField(max_length=200)
+    tool_name = models.CharField(max_length=TOOL_NAME_LENGTH)
     arguments = models.JSONField(null=True, blank=True)
     raw_arguments = models.TextField(blank=True)
     arguments_hash = models.CharField(max_length=64, blank=True)
@@ -109,6 +111,15 @@ class ToolCall(models.Model):
     warn_at = models.DateTimeField(null=True, blank=True)
     warned_at = models.DateTimeField(null=True, blank=True)
     escalated_at = models.DateTimeField(null=True, blank=True)
+    # Set for the templates on the calls a page lists, never stored: the key fields as shown
+    # (selectors.with_key_values) and whether the viewer may undo the call (the run page).
+    key_values: list[tuple[str, object]]
+    viewer_can_undo: bool
+
+    # Not columns: the decisions a queryset loaded (decisions_prefetch(), or [] for a call just stored), and the
+    # tool the gate admitted a call under (registry.for_call answers with it, for the call as the gate left it).
+    loaded_decisions: list["Decision"]
+    resolved_tool: Any
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -246,8 +257,14 @@ class ToolCall(models.Model):
 
     @property
     def output_reported_by_agent(self) -> bool:
-        """The output is what a remote agent reported (its run executes its own calls), not what ReviewHub ran."""
-        return bool(self.output) and self.run.is_remote and self.status in (self.Status.EXECUTED, self.Status.FAILED)
+        """The output is what the run's agent reported (it executed the call), not what ReviewHub ran."""
+        reported = bool(self.output) and self.status in (self.Status.EXECUTED, self.Status.FAILED)
+        return reported and not self.run.advancer.executes(self)
+
+    @property
+    def facts_from_agent(self) -> bool:
+        """The facts are what the agent's own code fetched (shown as the agent's), not what a tool's code fetched."""
+        return self.run.advancer.agent_facts
 
     @property
     def report_overdue(self) -> bool:
@@ -350,7 +367,7 @@ class Decision(models.Model):
         return KIND_VERDICTS.get((kind, self.verdict)) or self.get_verdict_display()
 
 
-KIND_VERDICTS = {
+KIND_VERDICTS: dict[tuple[str, str], str] = {
     (ToolCall.Kind.TURN, Decision.Verdict.APPROVE): "Continued",
     (ToolCall.Kind.CHECKPOINT, Decision.Verdict.REJECT): "Sent back",
     (ToolCall.Kind.QUESTION, Decision.Verdict.REJECT): "Declined",

@@ -99,7 +99,7 @@ class PolicyRule(models.Model):
         outcome = self.get_outcome_display().lower()
         if self.outcome == self.Outcome.REVIEW:
             outcome = "require " + (f"{self.required_approvals} approvals" if self.required_approvals > 1 else "review")
-            if self.group_id:
+            if self.group is not None:
                 outcome += f" by “{self.group.name}”"
         if self.operator == self.Operator.ANY:
             return f"{self.tool_name}: always {outcome}"

@@ -1,10 +1,13 @@
 """Runs and their transcript, in the OpenAI chat format (the lingua franca of agents)."""
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+
+from ..advancers import Advancer, advancer_for
 
 
 class Run(models.Model):
@@ -35,9 +38,8 @@ class Run(models.Model):
     thinking = models.BooleanField(default=False)
     last_error = models.TextField(blank=True)
     dry_run = models.BooleanField(default=False)
-    # Who takes the run further after a decision: the local loop (settings.REVIEWHUB_RESUME), a remote agent
-    # that executes its own calls and hears of decisions by long-poll and webhook (REVIEWHUB_REMOTE_RESUME), or an
-    # AG-UI agent that ReviewHub resumes with the decisions (REVIEWHUB_AGUI_RESUME). See settings.RESUME_SEAMS.
+    # Who takes the run further after a start or a decision: the local loop, a remote agent, an AG-UI agent.
+    # The core never branches on it: it asks the run's advancer (approvals/advancers.py) what it does.
     advanced_by = models.CharField(max_length=8, choices=AdvancedBy.choices, default=AdvancedBy.LOCAL)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -51,9 +53,9 @@ class Run(models.Model):
         return f"Run {self.pk} ({self.agent})"
 
     @property
-    def is_remote(self) -> bool:
-        """The run's agent lives elsewhere and executes its own calls (the agent API's, or an AG-UI agent)."""
-        return self.advanced_by != self.AdvancedBy.LOCAL
+    def advancer(self) -> Advancer:
+        """Who advances this run, and what it does (approvals/advancers.py)."""
+        return advancer_for(self.advanced_by)
 
     @property
     def is_active(self) -> bool:
@@ -69,6 +71,8 @@ class Run(models.Model):
 
 class Message(models.Model):
     """One row of the transcript, in the OpenAI chat format. Append-only."""
+
+    step_calls: list[Any]  # not a column: the calls services.step_store stored with this message, as written
 
     class Role(models.TextChoices):
         SYSTEM = "system"
@@ -102,7 +106,7 @@ class Message(models.Model):
         return self.role != self.Role.SYSTEM or self.written_by_id is not None
 
     def as_openai(self) -> dict:
-        message = {"role": self.role, "content": self.content}
+        message: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.role == self.Role.ASSISTANT and self.tool_calls:
             message["tool_calls"] = self.tool_calls
             message["content"] = self.content or None

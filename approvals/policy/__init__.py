@@ -72,12 +72,13 @@ def rule_matches(rule: PolicyRule, arguments: dict) -> bool:
     if op == PolicyRule.Operator.NE:
         return actual != rule.value
     left, right = rule_number(actual), rule_number(rule.value)
-    return {
+    compared: dict[str, bool] = {
         PolicyRule.Operator.LE: left <= right,
         PolicyRule.Operator.LT: left < right,
         PolicyRule.Operator.GE: left >= right,
         PolicyRule.Operator.GT: left > right,
-    }[op]
+    }
+    return compared[op]
 
 
 def _review(reason: str, rule: PolicyRule | None, tool_name: str) -> PolicyOutcome:

@@ -23,7 +23,7 @@ class RuleAdmin(RefuseUnstorableQuery, admin.ModelAdmin):
     list_editable = ["order", "enabled", "shadow"]
     list_select_related = ["group"]
     readonly_fields = ["shadow_record"]
-    EVALUATION = ("Evaluation", {"fields": ["order", "enabled", "shadow", "shadow_record"]})
+    EVALUATION = ("order", "enabled", "shadow", "shadow_record")  # the last section of either rule's page
 
 
 class PolicyRuleForm(forms.ModelForm):
@@ -34,7 +34,8 @@ class PolicyRuleForm(forms.ModelForm):
         fields = "__all__"
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         tool = registry.named(data.get("tool_name", ""))
         field = data.get("field")
         if tool is not None and field:
@@ -67,7 +68,7 @@ class PolicyRuleAdmin(RuleAdmin):
     fieldsets = [
         (None, {"fields": ["name", "tool_name", ("field", "operator", "value")]}),
         ("Outcome", {"fields": ["outcome", "required_approvals", "group", "high_impact"]}),
-        RuleAdmin.EVALUATION,
+        ("Evaluation", {"fields": RuleAdmin.EVALUATION}),
     ]
 
     @admin.display(description="Shadow record")
@@ -106,7 +107,8 @@ class TurnRuleForm(forms.ModelForm):
         fields = "__all__"
 
     def clean(self):
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         start, end = data.get("from_step"), data.get("until_step")
         if start and end and end < start:
             self.add_error("until_step", "The last turn comes before the first; swap them.")
@@ -138,7 +140,7 @@ class TurnRuleAdmin(RuleAdmin):
         (None, {"fields": ["name"]}),
         ("Which turns", {"fields": ["agent", ("from_step", "until_step"), "words", "every_turn"]}),
         ("Who decides", {"fields": ["group"]}),
-        RuleAdmin.EVALUATION,
+        ("Evaluation", {"fields": RuleAdmin.EVALUATION}),
     ]
 
     def get_queryset(self, request):

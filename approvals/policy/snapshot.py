@@ -18,6 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from django.db import connection
+from django.db.models import Subquery
 
 from approvals.models import PolicyRule, PolicyStamp, ToolSetting, TurnRule
 
@@ -53,10 +54,17 @@ def _read(stamp: str) -> Snapshot:
     return Snapshot(stamp, rules, settings, turn_rules)
 
 
-def current() -> Snapshot:
-    """The enabled rules, turn rules and tool settings as committed (or as this transaction changed them)."""
+def stamp_read_with():
+    """The stamp as an expression for another statement's .annotate(), to pass to current(stamp=...): the query
+    that reads what policy is about (an approved call) then reads the stamp too, instead of a statement of its own."""
+    return Subquery(PolicyStamp.objects.filter(pk=1).values("stamp")[:1])
+
+
+def current(*, stamp: str | None = None) -> Snapshot:
+    """The enabled rules, turn rules and tool settings as committed (or as this transaction changed them).
+    `stamp`: read just now by the caller (stamp_read_with()); None reads it."""
     global _snapshot
-    stamp = _stamp()
+    stamp = stamp or _stamp()
     snapshot = _snapshot
     if snapshot.stamp != stamp:
         snapshot = _snapshot = _read(stamp)

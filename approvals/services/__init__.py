@@ -9,7 +9,8 @@
 - deadlines: warn, escalate, expire
 - sweep: every stuck run taken further, or failed with the reason
 - execution: an approved call run exactly once, exactly as approved
-- leases: a claim on an execution renewed while it runs; a lapsed one released or "outcome unknown"
+- leases: a claim on an execution renewed while it runs; a lapsed one released or "outcome unknown" (and what
+  another claimant needs: lease_until, is_idempotent, lapsed_calls)
 - outcomes: a person settles an outcome-unknown call (it ran, run it now, fail the run)
 - undo, previews (dry run, an edit's changes), shadow rules (and a learned rule added and replayed), errors
 
@@ -33,7 +34,7 @@ from .errors import (
 )
 from .execution import EXECUTABLE, runnable_calls, toolcall_claim, toolcall_execute
 from .gate import ProposedCall, model_reply_record, step_record
-from .leases import Renewing, lease_lapse, lease_renew, leases_lapse
+from .leases import Renewing, is_idempotent, lapsed_calls, lease_lapse, lease_renew, lease_until, leases_lapse
 from .outcomes import toolcall_settle
 from .previews import toolcall_edit_changes, toolcall_preview
 from .questions import AnswerRefused, question_from_agent, toolcall_answer
@@ -44,6 +45,7 @@ from .runs import (
     run_complete,
     run_create,
     run_fail,
+    run_open,
     run_resumed,
     run_retry,
     run_set_status,
@@ -51,7 +53,7 @@ from .runs import (
 )
 from .shadow import Added, learned_rule_add, shadow_replay
 from .sweep import Stall, run_stall, run_take_further, stuck_runs, sweep_apply
-from .transcript import message_append, run_lock, step_is_answered
+from .transcript import message_append, record_output, run_lock, step_is_answered
 from .turn_decisions import turn_decide, turn_expire
 from .turns import turn_request, turn_review
 from .undo import toolcall_undo
@@ -74,18 +76,23 @@ __all__ = [
     "WarningNotAcknowledged",
     "deadlines_apply",
     "expire_overdue",
+    "is_idempotent",
+    "lapsed_calls",
     "learned_rule_add",
     "lease_lapse",
     "lease_renew",
+    "lease_until",
     "Renewing",
     "leases_lapse",
     "message_append",
     "model_reply_record",
+    "record_output",
     "request_resume",
     "run_begin_turn",
     "run_cancel",
     "run_complete",
     "run_create",
+    "run_open",
     "run_fail",
     "run_lock",
     "run_resumed",

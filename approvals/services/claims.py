@@ -2,7 +2,7 @@
 
 from datetime import timedelta
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -16,7 +16,7 @@ from .errors import AlreadyDecided, require
 REVIEW_CLAIM = timedelta(minutes=5)
 
 
-def toolcall_review_start(*, call_id: int, reviewer: AbstractBaseUser) -> bool:
+def toolcall_review_start(*, call_id: int, reviewer: User) -> bool:
     """Mark a pending call as being reviewed by this reviewer for a few minutes.
 
     Anyone allowed may still decide. Someone else's live claim is left alone.
@@ -40,7 +40,7 @@ def toolcall_review_start(*, call_id: int, reviewer: AbstractBaseUser) -> bool:
     return True
 
 
-def toolcall_review_release(*, call_id: int, reviewer: AbstractBaseUser) -> bool:
+def toolcall_review_release(*, call_id: int, reviewer: User) -> bool:
     require(may_act(reviewer))
     with transaction.atomic():
         mine = ToolCall.objects.filter(pk=call_id, reviewing_by=reviewer)

@@ -55,6 +55,7 @@ def toolcall_warn(*, call_id: int, now: datetime) -> bool:
         if not won:
             return False
         call = ToolCall.objects.select_related("run", "review_group").get(pk=call_id)
+        assert call.expires_at is not None  # a call is warned before its deadline (set_deadline sets both)
         left = duration_text(max(call.expires_at - now, timedelta(0)), coarse=True)
         audit.record(audit.AuditEvent.Kind.DEADLINE_NEAR, tool_call=call, payload={"expires_at": call.expires_at})
         _notify_reviewers(call, f"Decide soon: {call.tool_name} #{call.pk}", f"This call expires in {left}.")
@@ -63,6 +64,8 @@ def toolcall_warn(*, call_id: int, now: datetime) -> bool:
 
 
 def _escalate(call: ToolCall, setting: ToolSetting, now: datetime) -> None:
+    group = setting.escalate_to
+    assert group is not None  # setting.escalates
     set_deadline(call=call, setting=setting, now=now)
     ToolCall.objects.filter(pk=call.pk).update(
         review_group=setting.escalate_to,
@@ -77,12 +80,12 @@ def _escalate(call: ToolCall, setting: ToolSetting, now: datetime) -> None:
     audit.record(
         audit.AuditEvent.Kind.ESCALATED,
         tool_call=call,
-        payload={"to_group": setting.escalate_to.name, "expires_at": call.expires_at},
+        payload={"to_group": group.name, "expires_at": call.expires_at},
     )
     _notify_reviewers(
         call,
         f"Escalated to you: {call.tool_name} #{call.pk}",
-        f"Nobody decided this call in time; it was escalated to the group “{setting.escalate_to.name}”.",
+        f"Nobody decided this call in time; it was escalated to the group “{group.name}”.",
     )
     live.call_changed(call.pk)
 

@@ -6,7 +6,7 @@ arguments shown are the arguments under review, store the decision, resume on co
 
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
 from approvals import audit, live, policy
@@ -98,7 +98,7 @@ class _Approval:
         return self.count >= self.required
 
 
-def _approval(call: ToolCall, reviewer: AbstractBaseUser, verdict: str, arguments, anyway: bool, proof) -> _Approval:
+def _approval(call: ToolCall, reviewer: User, verdict: str, arguments, anyway: bool, proof) -> _Approval:
     """Check an approval (or edit) against the tool's schema, the facts' warning and today's policy; count it."""
     tool = tool_for(call)
     decided = call.review_arguments
@@ -160,7 +160,7 @@ def _offered(call: ToolCall, verdict: str, guidance: str) -> None:
     raise NotAllowed(f"This tool does not take the decision “{wanted}”; it takes: {names}.")
 
 
-def _locked_pending(call_id: int, reviewer: AbstractBaseUser, shown_hash: str) -> ToolCall:
+def _locked_pending(call_id: int, reviewer: User, shown_hash: str) -> ToolCall:
     call = ToolCall.objects.select_for_update(of=("self",)).select_related("run", "review_group").get(pk=call_id)
     if call.status != ToolCall.Status.PENDING:
         raise AlreadyDecided(call, call.final_decision())
@@ -246,7 +246,7 @@ def _checked(call: ToolCall, reviewer, verdict: str, arguments, anyway: bool, pr
 def toolcall_decide(
     *,
     call_id: int,
-    reviewer: AbstractBaseUser,
+    reviewer: User,
     verdict: str,
     shown_hash: str,
     arguments: dict | None = None,
@@ -280,7 +280,7 @@ def toolcall_decide(
 
 
 def toolcall_respond(
-    *, call_id: int, reviewer: AbstractBaseUser, shown_hash: str, reason: str = "", guidance: str, channel: str = "api"
+    *, call_id: int, reviewer: User, shown_hash: str, reason: str = "", guidance: str, channel: str = "api"
 ) -> Decision:
     """Reject a call and tell the agent what to do instead; it reads the guidance next."""
     if not (guidance or "").strip():
@@ -296,7 +296,7 @@ def toolcall_respond(
     )
 
 
-def toolcall_approve_many(*, reviewer: AbstractBaseUser, items: list[tuple[int, str]]) -> list[tuple[int, str]]:
+def toolcall_approve_many(*, reviewer: User, items: list[tuple[int, str]]) -> list[tuple[int, str]]:
     """Approve several calls, each in its own decision bound to its own id and shown hash.
 
     Returns, per call, "" when it was approved (or counted towards its approvals), else why not.

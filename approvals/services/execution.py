@@ -3,7 +3,7 @@
 import logging
 from dataclasses import dataclass, field
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -14,7 +14,7 @@ from approvals.policy import snapshot as policy_snapshot
 
 from ..models import ToolCall
 from ..planted import planted
-from ..tools import ArgumentsInvalid, Ask, Tool, ToolContext, registry
+from ..tools import Arguments, ArgumentsInvalid, Ask, Tool, ToolContext, registry
 from .deadlines import set_deadline
 from .decisions import counted_approvals, effective_group
 from .leases import Renewing, is_idempotent, lapsed_calls, lease_renew, lease_until
@@ -38,13 +38,14 @@ def toolcall_claim(*, call: ToolCall) -> bool:
 def _take(call: ToolCall) -> bool:
     """The claim itself: one UPDATE, the first statement of the block that records it (toolcall_execute)."""
     now = timezone.now()
-    fields = {"status": ToolCall.Status.EXECUTING, "claimed_at": now, "lease_expires_at": lease_until(now)}
+    until = lease_until(now)
+    fields = {"status": ToolCall.Status.EXECUTING, "claimed_at": now, "lease_expires_at": until}
     fresh = ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED)
     won = fresh.update(**fields)
     if not won and call.status == ToolCall.Status.EXECUTING and is_idempotent(call):
         won = lapsed_calls(now=now).filter(pk=call.pk).update(**fields)
     if won:
-        call.status, call.claimed_at, call.lease_expires_at = fields.values()
+        call.status, call.claimed_at, call.lease_expires_at = ToolCall.Status.EXECUTING, now, until
     return bool(won)
 
 
@@ -60,7 +61,8 @@ class Return:
 
 
 def _policy_still_allows(call: ToolCall, tool: Tool, arguments: dict) -> Return | None:
-    outcome = policy.evaluate(tool, arguments)
+    snapshot = policy_snapshot.current(stamp=getattr(call, "policy_stamp", None))  # read with the call
+    outcome = policy.evaluate(tool, arguments, rules=list(snapshot.rules.get(tool.name, ())))
     if outcome.action == policy.FORBID:
         return Return(f"Policy now forbids this call ({outcome.reason}); it can only be rejected.", outcome=outcome)
     if outcome.action != policy.REVIEW:
@@ -99,7 +101,7 @@ def _facts_still_hold(call: ToolCall, tool: Tool, args) -> Return | None:
 
 def _returned_fields(call: ToolCall, back: Return) -> dict:
     set_deadline(call=call, setting=policy_snapshot.tool_setting(call.tool_name), now=timezone.now())
-    fields = {
+    fields: dict[str, object] = {
         "status": ToolCall.Status.PENDING,
         "claimed_at": None,
         "returned_reason": back.reason,
@@ -138,9 +140,11 @@ EXECUTABLE = (ToolCall.Kind.CALL, ToolCall.Kind.CHECKPOINT)  # what runs a tool 
 
 
 def runnable_calls(**where) -> QuerySet[ToolCall]:
-    """Approved (or abandoned executing) calls as toolcall_execute(loaded=True) takes them: with their run and
-    decisions, read in two statements however many there are."""
+    """Approved (or abandoned executing) calls as toolcall_execute(loaded=True) takes them: with their run, the
+    policy's stamp and their decisions, read in two statements however many there are. Practice calls are left
+    out (approvals/planted.py): they are never executed."""
     calls = ToolCall.objects.filter(status__in=ToolCall.RUNNABLE, **where).select_related("run")
+    calls = planted.hide(calls).annotate(policy_stamp=policy_snapshot.stamp_read_with())
     return calls.prefetch_related(ToolCall.decisions_prefetch())
 
 
@@ -150,70 +154,112 @@ def toolcall_execute(*, call: ToolCall, loaded: bool = False) -> bool:
     Just before running, policy is evaluated again and the facts are fetched
     again (reads only, before any lock): a call that policy now forbids or wants
     more approvals for, or whose material facts changed, does not run and goes
-    back to the queue. Then one transaction claims the call and records that it
-    is executing, and the tool's body runs. `loaded`: the call was just read by
-    runnable_calls(); otherwise it is read again here. Either way the claim makes
-    sure that only one worker runs it.
+    back to the queue. Then the call is claimed and its executing event recorded
+    together (one statement on PostgreSQL), and the tool's body runs. `loaded`: the call was just read by
+    runnable_calls(), which leaves practice calls out; otherwise a practice call raises PracticeRefused
+    (approvals/planted.py) and the call is read again here. Either way the claim makes sure that only one
+    worker runs it.
     """
     if not loaded:
-        call = runnable_calls(pk=call.pk).first()
-    if call is not None:
-        planted.refuse(call)  # a practice call is never executed: PracticeRefused (approvals/planted.py)
-    if call is None or not registry.runs_here(call):
+        planted.refuse(call)
+    runnable = call if loaded else runnable_calls(pk=call.pk).first()
+    return runnable is not None and _execute(runnable)
+
+
+def _execute(call: ToolCall) -> bool:
+    if not call.run.advancer.executes(call):
         return False  # a remote agent's call is executed by its agent, through the agent API's claim and report
     if call.kind not in EXECUTABLE:
         return False  # a model turn or a tool's question is settled by its decision, never executed
     retake = call.claimed_at is not None  # a call claimed before passed the checks before its worker died
-    tool, arguments = registry.for_call(call), call.approved_arguments
-    problem, args = _mismatch(call, tool, arguments)
-    if not problem and not retake:
-        back = _policy_still_allows(call, tool, arguments) or _facts_still_hold(call, tool, args)
+    approved = _approved(call)
+    if isinstance(approved, Approved) and not retake:
+        back = _policy_still_allows(call, approved.tool, approved.arguments) or _facts_still_hold(
+            call, approved.tool, approved.args
+        )
         if back is not None:
             _return_to_queue(call, back)
             return False
-    if not _claim_and_record(call, executing=not problem):
+    if not _claim_and_record(call, executing=isinstance(approved, Approved)):
         return False
-    if problem:
-        return _finish(call, ToolCall.Status.FAILED, problem)
+    if isinstance(approved, str):
+        return _finish(call, ToolCall.Status.FAILED, approved)
     context = ToolContext(call.idempotency_key, call.run_id, call.run.dry_run, retake)
     try:
         with Renewing(lambda: lease_renew(call_id=call.pk, claimed_at=call.claimed_at)):
-            status, output = run_tool_body(call, tool, args, context)
+            status, output = run_tool_body(call, approved.tool, approved.args, context)
     except Ask as ask:  # the tool asks a person: the call waits as a question (services/questions.py)
         status, output = ToolCall.Status.FAILED, question_from_execution(call, ask)
         if not output:
             return False
-    if call.arguments is not None and arguments != call.arguments:
-        output = f"{edit_summary(call.arguments, arguments)}\nResult: {output}"
+    if call.arguments is not None and approved.arguments != call.arguments:
+        output = f"{edit_summary(call.arguments, approved.arguments)}\nResult: {output}"
     return _finish(call, status, output)
 
 
-def _mismatch(call: ToolCall, tool: Tool | None, arguments) -> tuple[str, object]:
-    """Why what would run is not what was approved ("" when it is), and the parsed arguments."""
+@dataclass(frozen=True)
+class Approved:
+    """What is about to run, matched with what was approved: the tool, the arguments and their parsed form."""
+
+    tool: Tool
+    arguments: dict
+    args: Arguments
+
+
+def _approved(call: ToolCall) -> Approved | str:
+    """What would run, if it is what was approved; else why not (the call's output, for the model)."""
+    tool, arguments = registry.for_call(call), call.approved_arguments
     decision = call.final_decision()
     # What runs must be what was approved: same tool, same argument hash.
     expected_hash = decision.arguments_hash if decision else call.arguments_hash
     if tool is None or arguments is None or args_hash(arguments) != expected_hash:
-        return "Error: the approved call could not be matched; nothing was run.", None
+        return "Error: the approved call could not be matched; nothing was run."
     try:
-        return "", tool.parse(arguments)
+        return Approved(tool, arguments, tool.parse(arguments))
     except ArgumentsInvalid as exc:
-        return f"Error: the approved arguments are no longer valid: {exc.message()}", None
+        return f"Error: the approved arguments are no longer valid: {exc.message()}"
+
+
+# The claim as append_one()'s guard: the executing event is appended only if this worker took the call.
+_CLAIM = (
+    f"UPDATE {ToolCall._meta.db_table} SET status = %s, claimed_at = %s, lease_expires_at = %s"
+    " WHERE id = %s AND status = %s RETURNING id"
+)
+
+
+def _claim_and_record(call: ToolCall, *, executing: bool) -> bool:
+    """Claim the call and, when it is about to run, record so in the trail, before the tool's body: a first claim in
+    one statement (on PostgreSQL; one transaction elsewhere: audit.record_many's `only_if`), any other in a block."""
+    if not executing or call.status != ToolCall.Status.APPROVED:
+        return _claim_in_block(call, executing=executing)
+    now, adapt = timezone.now(), connection.ops.adapt_datetimefield_value
+    until = lease_until(now)
+    claim = [ToolCall.Status.EXECUTING, adapt(now), adapt(until), call.pk, ToolCall.Status.APPROVED]
+    entry = audit.Entry(audit.AuditEvent.Kind.EXECUTING, call, payload=_executing(call))
+    if not audit.record_many(call.run, [entry], only_if=(_CLAIM, claim)):
+        return False  # another worker took it
+    call.status, call.claimed_at, call.lease_expires_at = ToolCall.Status.EXECUTING, now, until
+    return True
+
+
+def _executing(call: ToolCall) -> dict:
+    """What the executing event records: exactly what runs, under which key."""
+    return {
+        "arguments": call.approved_arguments,
+        "arguments_hash": args_hash(call.approved_arguments),
+        "idempotency_key": call.idempotency_key,
+        "dry_run": call.run.dry_run,
+    }
 
 
 @transaction.atomic
-def _claim_and_record(call: ToolCall, *, executing: bool) -> bool:
-    """Claim the call and, when it is about to run, record so in the trail: one commit before the tool's body."""
+def _claim_in_block(call: ToolCall, *, executing: bool) -> bool:
+    """A claim taken again (an idempotent call whose lease lapsed), or one that records a failure instead of
+    running: the claim and, when it runs, its event, in one transaction."""
     if not _take(call):  # toolcall_execute refused a practice call before this block
         return False
     if executing:
-        payload = {
-            "arguments": call.approved_arguments,
-            "arguments_hash": args_hash(call.approved_arguments),
-            "idempotency_key": call.idempotency_key,
-            "dry_run": call.run.dry_run,
-        }
-        audit.record(audit.AuditEvent.Kind.EXECUTING, tool_call=call, payload=payload)
+        audit.record(audit.AuditEvent.Kind.EXECUTING, tool_call=call, payload=_executing(call))
     return True
 
 

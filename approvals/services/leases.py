@@ -117,7 +117,7 @@ def lease_lapse(*, call: ToolCall, now: datetime | None = None) -> str:
         if not still.update(status=ToolCall.Status.APPROVED, lease_expires_at=None):
             return ""
         audit.record(audit.AuditEvent.Kind.LEASE_LAPSED, tool_call=call, payload=payload | {"released": True})
-        if registry.runs_here(call):
+        if call.run.advancer.executes(call):
             request_resume(call.run_id)  # ReviewHub's worker claims it again; a remote agent claims it itself
         outcome = "released"
     else:
@@ -128,7 +128,7 @@ def lease_lapse(*, call: ToolCall, now: datetime | None = None) -> str:
         audit.record(audit.AuditEvent.Kind.OUTCOME_UNKNOWN, tool_call=call, payload=payload | {"facts": facts})
         if call.run.status in Run.ACTIVE:
             run_set_status(run=call.run, status=Run.Status.WAITING)
-        if call.run.is_remote:
+        if call.run.advancer.told_of_changes:
             request_resume(call.run_id)  # its agent's long-polls and webhooks hear the call's new status
         outcome = "unknown"
     live.call_changed(call.pk)

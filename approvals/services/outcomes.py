@@ -6,7 +6,7 @@ nobody knows whether it ran. A person settles it, once, with one of three answer
 - "fail": fail the run with their reason, for someone to Retry.
 """
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -41,9 +41,7 @@ def _settled_fields(answer: str, output: str, reason: str) -> dict:
 
 
 @transaction.atomic
-def toolcall_settle(
-    *, call_id: int, reviewer: AbstractBaseUser, answer: str, output: str = "", reason: str = ""
-) -> ToolCall:
+def toolcall_settle(*, call_id: int, reviewer: User, answer: str, output: str = "", reason: str = "") -> ToolCall:
     """Settle an outcome-unknown call with `answer` ("ran" with `output`, "not_run", "fail" with `reason`).
 
     Bad input: EditInvalid naming the field, nothing changed. Settled already: AlreadyDecided."""

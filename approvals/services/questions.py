@@ -8,7 +8,7 @@ trail, the output recorded once and the run resumed on commit. Declining is a re
 works as for calls.
 """
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -38,15 +38,16 @@ class AnswerRefused(EditInvalid):
         self.args = ("The answer is not valid.",)
 
 
-def _pend(call: ToolCall, ask: Ask) -> str:
-    """Make the call (stored or not) a pending question; "" when it waits, else the error the model reads."""
+def _pend(call: ToolCall, ask: Ask, *, fresh: bool = True) -> str:
+    """Make the call (stored or not) a pending question; "" when it waits, else the error the model reads.
+    Not `fresh`: its tool's setting as this thread read it a moment ago (the gate, for the same call)."""
     question = ask.as_question()
     problem = question_problem(question)
     if problem:
         return f"Error: {call.tool_name} asked a question nobody can answer: {problem}."
     call.kind, call.question, call.status = ToolCall.Kind.QUESTION, question, ToolCall.Status.PENDING
     call.required_approvals = 1
-    set_deadline(call=call, setting=policy_snapshot.tool_setting(call.tool_name), now=timezone.now())
+    set_deadline(call=call, setting=policy_snapshot.tool_setting(call.tool_name, fresh=fresh), now=timezone.now())
     return ""
 
 
@@ -96,11 +97,23 @@ def question_from_execution(call: ToolCall, ask: Ask) -> str:
     return ""
 
 
+def question_from_proposal(item: Gated, question: dict) -> None:
+    """A remote agent's proposal asks (it carries a question): the call, as the gate left it, waits as a question
+    whatever its tier, stored so by the step's transaction with one trail event. The agent reads the answer in
+    the decision and never executes the call."""
+    call = item.call
+    problem = _pend(call, Ask(question.get("prompt", ""), question["schema"], question.get("payload")), fresh=False)
+    if problem:
+        raise AnswerRefused({"question": [problem]})
+    item.kind = AuditEvent.Kind.PROPOSED
+    item.payload |= _asked(call)
+
+
 @transaction.atomic
 def question_from_agent(*, call: ToolCall, question: dict) -> None:
     """A remote agent's tool asks (its proposal carries a question): the call, as the gate stored it, waits
     as a question whatever its tier. The agent reads the answer in the decision and never executes the call."""
-    problem = _pend(call, Ask(question.get("prompt", ""), question.get("schema"), question.get("payload")))
+    problem = _pend(call, Ask(question.get("prompt", ""), question["schema"], question.get("payload")))
     if problem:
         raise AnswerRefused({"question": [problem]})
     fields = {"kind": call.kind, "question": call.question, "status": call.status, "required_approvals": 1}
@@ -125,7 +138,7 @@ def answer_output(call: ToolCall, answer) -> str:
     return output
 
 
-def _store(call: ToolCall, reviewer: AbstractBaseUser, answer) -> Decision:
+def _store(call: ToolCall, reviewer: User, answer) -> Decision:
     try:
         with transaction.atomic():
             return Decision.objects.create(
@@ -142,7 +155,7 @@ def _store(call: ToolCall, reviewer: AbstractBaseUser, answer) -> Decision:
         raise AlreadyDecided(call, call.final_decision())
 
 
-def toolcall_answer(*, call_id: int, reviewer: AbstractBaseUser, shown_hash: str, answer) -> Decision:
+def toolcall_answer(*, call_id: int, reviewer: User, shown_hash: str, answer) -> Decision:
     """Answer a pending question: lock, check (pending, may decide, the question shown is the question),
     validate against its schema, store the one final decision, record the answer as the tool's output,
     resume on commit. A wrong answer is refused field by field and changes nothing."""

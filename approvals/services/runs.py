@@ -3,13 +3,13 @@
 from datetime import timedelta
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
-from django.utils.module_loading import import_string
 
 from approvals import access, audit, live
+from approvals.advancers import advancer_for
 
 from ..models import Message, Run, ToolCall
 from ..planted import planted
@@ -24,9 +24,9 @@ def turn_lease() -> timedelta:
 
 
 def request_resume(run_id: int, *, approved: bool = False) -> None:
-    """Ask whoever advances this run to take it further, once the transaction commits: the seam named for the
-    run's advanced_by in settings.RESUME_SEAMS (the local agent loop, REVIEWHUB_RESUME, by default; for a run
-    a remote agent advances, whatever tells that agent; for an AG-UI agent's, what resumes it). Never two.
+    """Ask whoever advances this run to take it further, once the transaction commits: its advancer's resume
+    (approvals/advancers.py: the local agent loop, REVIEWHUB_RESUME; for a run a remote agent advances, whatever
+    tells that agent; for an AG-UI agent's, what resumes it). Never two.
 
     `approved`: this transaction approved one of the run's calls to run, so the resumption need not ask
     the database whether there is one (the seam's callables take it as a keyword)."""
@@ -34,7 +34,7 @@ def request_resume(run_id: int, *, approved: bool = False) -> None:
         planted.finish_run(run_id)
         return
     advanced_by = Run.objects.filter(pk=run_id).values_list("advanced_by", flat=True).first()
-    resume = import_string(getattr(settings, settings.RESUME_SEAMS.get(advanced_by, "REVIEWHUB_RESUME")))
+    resume = advancer_for(advanced_by or "").resumer()  # a run that is gone: nobody's
     transaction.on_commit(lambda: resume(run_id, approved=approved))
 
 
@@ -43,7 +43,7 @@ def run_create(
     *,
     agent: str,
     request: str,
-    requested_by: AbstractBaseUser | None = None,
+    requested_by: User | None = None,
     system_prompt: str = "",
     dry_run: bool = False,
     advanced_by: str = Run.AdvancedBy.LOCAL,
@@ -69,8 +69,32 @@ def run_create(
         payload={"agent": agent, "request": request, "dry_run": dry_run},
     )
     live.run_changed(run.pk)
-    request_resume(run.pk)
+    if run.advancer.starts_runs:  # not a remote agent's: its first proposal made the run, it is running already
+        request_resume(run.pk)
     return run
+
+
+def run_open(*, agent: str, request: str, requested_by: User, advanced_by: str) -> Run:
+    """A run its advancer opens with a first step of its own (a remote agent's first proposal in a thread): not
+    stored here. The step's transaction stores it (steps.step_store, turns.turn_request, through opened()) in
+    the step's own statements; nobody is asked to advance it, since its advancer is the one proposing."""
+    require(access.can_start_run(requested_by))
+    return Run(
+        agent=agent,
+        request=request,
+        requested_by=requested_by,
+        max_steps=settings.AGENT_MAX_STEPS,
+        advanced_by=advanced_by,
+    )
+
+
+def opened(run: Run) -> tuple[list[Message], list[audit.Entry]]:
+    """For a run from run_open() just inserted: its request as message 0 and its run_started event, for the
+    caller to store with the step's own rows and trail (in its chain's first append)."""
+    live.run_changed(run.pk)
+    payload = {"agent": run.agent, "request": run.request, "dry_run": run.dry_run}
+    entry = audit.Entry(audit.AuditEvent.Kind.RUN_STARTED, actor=run.requested_by, payload=payload)
+    return [Message(run=run, role=Message.Role.USER, content=run.request)], [entry]
 
 
 def run_set_status(*, run: Run, status: str, error: str = "") -> None:
@@ -134,7 +158,7 @@ def run_complete(*, run: Run) -> None:
 
 
 @transaction.atomic
-def run_retry(*, run: Run, user: AbstractBaseUser) -> None:
+def run_retry(*, run: Run, user: User) -> None:
     """Put a failed run back in the queue from where it stopped."""
     require(access.can_act_on_run(user, run))
     updated = Run.objects.filter(pk=run.pk, status=Run.Status.FAILED).update(
@@ -151,7 +175,7 @@ def run_retry(*, run: Run, user: AbstractBaseUser) -> None:
 
 
 @transaction.atomic
-def run_cancel(*, run: Run, user: AbstractBaseUser) -> None:
+def run_cancel(*, run: Run, user: User) -> None:
     require(access.can_act_on_run(user, run))
     # Calls first, then the run: the order a decision locks them in, so the two cannot deadlock.
     pending = list(
@@ -169,5 +193,5 @@ def run_cancel(*, run: Run, user: AbstractBaseUser) -> None:
             live.call_changed(call_id)
         audit.record(audit.AuditEvent.Kind.CANCELLED, run=run, actor=user)
         live.run_changed(run.pk)
-        if pending and run.is_remote:
+        if pending and run.advancer.told_of_changes:
             request_resume(run.pk)  # the agent's long-polls and webhooks hear of its cancelled calls

@@ -18,6 +18,8 @@ from approvals.lib.hashing import args_hash
 
 from ..models import AuditEvent, Message, PolicyRule, Run, ShadowResult, ToolCall
 from ..tools import Ask, Tool, ToolContext, ToolError
+from .runs import opened
+from .transcript import messages_insert, seq_after_last
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +50,15 @@ def run_tool_body(call: ToolCall, tool: Tool, args, context: ToolContext) -> tup
         return ToolCall.Status.FAILED, f"Error: {call.tool_name} failed: {exc}"
 
 
-def _run_fields(run: Run, gated: list[Gated], *, model_reply: bool) -> dict:
+def _run_fields(run: Run, gated: list[Gated], *, model_reply: bool, settles: bool) -> dict:
     """What the step changes on the run: the turn is over, and for the model's reply the run completes (no calls)
-    or the next turn is claimed (every call has its output)."""
+    or the next turn is claimed (every call has its output); proposed by its advancer (`settles`), the run waits
+    while a call is pending, else it runs."""
     now = timezone.now()
     fields = {"thinking": False, "updated_at": now}
+    if settles:
+        waits = any(g.call.status == ToolCall.Status.PENDING for g in gated)
+        fields |= {"status": Run.Status.WAITING if waits else Run.Status.RUNNING, "last_error": ""}
     if model_reply and not gated:
         fields |= {"status": Run.Status.COMPLETED, "finished_at": now, "last_error": ""}
     elif model_reply and gated and all(g.call.output_recorded for g in gated) and run.step_count < run.max_steps:
@@ -75,8 +81,9 @@ def _trail(gated: list[Gated], run: Run, completes: bool) -> list[audit.Entry]:
     return entries
 
 
-def _transcript_rows(run: Run, content: str, gated: list[Gated], seq: int) -> tuple[Message, list[Message]]:
-    """The assistant's message and, after it, an output for each call that has one already."""
+def _transcript_rows(run: Run, content: str, gated: list[Gated], first: list[Message], seq) -> list[Message]:
+    """`first` (the user's request, when new), the assistant's message, and an output for each call that has one
+    already, numbered by seq(offset). The assistant's message is the one after `first`."""
     calls = [
         {
             "id": g.call.call_id,
@@ -85,42 +92,76 @@ def _transcript_rows(run: Run, content: str, gated: list[Gated], seq: int) -> tu
         }
         for g in gated
     ]
-    message = Message(run=run, seq=seq, role=Message.Role.ASSISTANT, content=content, tool_calls=calls)
-    outputs = [g.call for g in gated if g.call.output_recorded]
-    return message, [message] + [
-        Message(run=run, seq=seq + i, role=Message.Role.TOOL, content=call.output, tool_call_id=call.call_id)
-        for i, call in enumerate(outputs, start=1)
+    message = Message(run=run, role=Message.Role.ASSISTANT, content=content, tool_calls=calls)
+    outputs = [
+        Message(run=run, role=Message.Role.TOOL, content=g.call.output, tool_call_id=g.call.call_id)
+        for g in gated
+        if g.call.output_recorded
     ]
+    rows = [*first, message, *outputs]
+    for offset, row in enumerate(rows):
+        row.seq = seq(offset)
+    return rows
 
 
-@transaction.atomic
-def step_store(*, run: Run, turn: int | None, content: str, gated: list[Gated], next_seq: int | None) -> Message | None:
-    """Store one step: about six statements (run, chain head, messages, calls, trail, head), one transaction.
+def _numbering(run: Run, next_seq: int | None):
+    """seq(offset) for the step's rows: from `next_seq` when the caller knows it; else worked out by the INSERT
+    itself under the run's row lock, which the step holds (no statement of its own)."""
+    if next_seq is not None:
+        return lambda offset: next_seq + offset
+    return lambda offset: seq_after_last(run, offset)
 
-    With `turn`, the step is the model's reply to that turn (services.model_reply_record), stored only while the
-    turn is still the caller's."""
-    fields = _run_fields(run, gated, model_reply=turn is not None)
+
+def _run_updated(run: Run, turn: int | None, fields: dict) -> bool:
+    """The step's change to the run, which locks its row (a run from run_open() is inserted with it)."""
+    for key, value in fields.items():
+        setattr(run, key, value)
+    if run.pk is None:
+        run.save(force_insert=True)
+        return True
     runs = Run.objects.filter(pk=run.pk)
     if turn is not None:
         runs = runs.filter(step_count=turn, thinking=True, status__in=Run.ACTIVE)
-    if not runs.update(**fields) and turn is not None:
+    return bool(runs.update(**fields)) or turn is None
+
+
+@transaction.atomic
+def step_store(
+    *,
+    run: Run,
+    turn: int | None,
+    content: str,
+    gated: list[Gated],
+    next_seq: int | None,
+    request: str = "",
+    settles: bool = False,
+) -> Message | None:
+    """Store one step: about six statements (run, messages, calls, chain head, trail with its head), one
+    transaction. A run from run_open() is stored with it: its request as message 0, run_started first in its trail.
+
+    With `turn`, the step is the model's reply to that turn (services.model_reply_record), stored only while the
+    turn is still the caller's. `request`: the user's new request, appended before the step's message. The calls
+    as stored are `message.step_calls`."""
+    opening = run.pk is None
+    fields = _run_fields(run, gated, model_reply=turn is not None, settles=settles)
+    if not _run_updated(run, turn, fields):
         return None
-    for key, value in fields.items():
-        setattr(run, key, value)
-    if next_seq is None:
-        last = run.messages.order_by("-seq").values_list("seq", flat=True).first()
-        next_seq = 0 if last is None else last + 1
-    message, rows = _transcript_rows(run, content, gated, next_seq)
-    Message.objects.bulk_create(rows)
+    first, entries = opened(run) if opening else ([], [])
+    first += [Message(run=run, role=Message.Role.USER, content=request)] if request and not opening else []
+    rows = _transcript_rows(run, content, gated, first, _numbering(run, 0 if opening else next_seq))
+    messages_insert(rows)
+    message = rows[len(first)]
     for g in gated:
         g.call.message = message
     ToolCall.objects.bulk_create([g.call for g in gated])
     shadows = [ShadowResult(rule=rule, tool_call=g.call, outcome=outcome) for g in gated for rule, outcome in g.shadow]
     if shadows:
         ShadowResult.objects.bulk_create(shadows)
-    audit.record_many(run, _trail(gated, run, fields.get("status") == Run.Status.COMPLETED))
+    completes = fields.get("status") == Run.Status.COMPLETED
+    audit.record_many(run, entries + _trail(gated, run, completes), new_chain=opening)
     for g in gated:
         if g.call.status == ToolCall.Status.PENDING:
             live.call_changed(g.call.pk)
     live.run_changed(run.pk)
+    message.step_calls = [g.call for g in gated]
     return message

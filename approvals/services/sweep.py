@@ -1,11 +1,12 @@
 """The sweep: no run stays stuck.
 
 Workers die at any point. What a dead worker held is found here, by rule, and taken
-further by resuming the run through the REVIEWHUB_RESUME seam; the claims and the
-idempotency keys keep every approved call to one execution however often a run is
-resumed. A claim whose lease lapsed is settled by services/leases.py: released when its
-tool is idempotent, else "outcome unknown" for a person. Celery beat runs sweep_apply()
-every SWEEP_INTERVAL_SECONDS; in the embedded default a thread of the web process does.
+further by resuming the run through its advancer (a run whose model ReviewHub calls:
+approvals/advancers.py); the claims and the idempotency keys keep every approved call
+to one execution however often a run is resumed. A claim whose lease lapsed is settled
+by services/leases.py: released when its tool is idempotent, else "outcome unknown" for
+a person. Celery beat runs sweep_apply() every SWEEP_INTERVAL_SECONDS; in the embedded
+default a thread of the web process does.
 
 A run the sweep resumes SWEEP_MAX_ATTEMPTS times without progress, each wait twice
 the one before, is failed with the reason, for a person to Retry.
@@ -18,7 +19,7 @@ from django.conf import settings
 from django.db.models import Exists, Max, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from approvals import audit, live
+from approvals import advancers, audit, live
 from approvals.lib.text import duration_text
 
 from ..models import AuditEvent, Decision, Message, Run, ToolCall
@@ -69,8 +70,9 @@ def stuck_runs(*, now: datetime | None = None) -> dict[int, str]:
     """Every active run that some rule finds stuck, with the first rule's reason."""
     now = now or timezone.now()
     found: dict[int, str] = {}
+    ours = advancers.names(calls_model=True)  # a run whose agent calls its own model is that agent's to advance
     for reason, runs in RULES:
-        active = runs(now).filter(status__in=Run.ACTIVE, advanced_by=Run.AdvancedBy.LOCAL)  # remote: its agent's
+        active = runs(now).filter(status__in=Run.ACTIVE, advanced_by__in=ours)
         for run_id in active.values_list("pk", flat=True):
             found.setdefault(run_id, reason)
     return found
@@ -138,7 +140,7 @@ def unreported_calls(*, now: datetime | None = None) -> QuerySet[ToolCall]:
     decided = Decision.objects.filter(tool_call=OuterRef("pk"), final=True, created_at__gte=cutoff)
     flagged = AuditEvent.objects.filter(tool_call=OuterRef("pk"), kind=AuditEvent.Kind.UNREPORTED)
     calls = ToolCall.objects.filter(
-        run__advanced_by=Run.AdvancedBy.REMOTE,
+        run__advanced_by__in=advancers.names(reports_results=True),
         status__in=ToolCall.RUNNABLE,
         created_at__lt=cutoff,
     ).exclude(kind=ToolCall.Kind.TURN)  # a decided turn has nothing to execute or report: the agent applies it
@@ -181,7 +183,7 @@ class Stall:
 
 def run_stall(*, run: Run, now: datetime | None = None) -> Stall | None:
     """Why this run is stuck, if it is, and how far the sweep has got with it."""
-    if not run.is_active or run.is_remote:
+    if not run.is_active or not run.advancer.calls_model:
         return None
     now = now or timezone.now()
     reason = next((reason for reason, runs in RULES if runs(now).filter(pk=run.pk).exists()), None)

@@ -1,7 +1,8 @@
 """The run's transcript: appending rows, and giving the model each tool call's output once."""
 
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Subquery, Value
+from django.db.models.functions import Coalesce
 
 from approvals import live
 
@@ -18,6 +19,21 @@ def message_append(*, run: Run, role: str, content: str = "", tool_calls=None, t
 def run_lock(*, run_id: int) -> None:
     """Lock the run's row for this transaction (transcript rows are appended under it), reading nothing of it."""
     Run.objects.select_for_update().filter(pk=run_id).values_list("pk", flat=True).first()
+
+
+def seq_after_last(run: Run, offset: int = 0):
+    """The run's next sequence number (plus `offset`), worked out by the INSERT that uses it: no statement of its
+    own. Only under the run's row lock, which the caller holds, so that no other writer takes it meanwhile."""
+    last = Subquery(Message.objects.filter(run_id=run.pk).order_by("-seq").values("seq")[:1])
+    return Coalesce(last, Value(-1)) + Value(offset + 1)
+
+
+def messages_insert(rows: list[Message]) -> None:
+    """Insert transcript rows; a sequence number their INSERT worked out is read back only if someone asks."""
+    Message.objects.bulk_create(rows)
+    for row in rows:
+        if hasattr(row.seq, "resolve_expression"):
+            del row.__dict__["seq"]
 
 
 def _append_locked(run: Run, *, role: str, content: str = "", tool_calls=None, tool_call_id: str = "") -> Message:

@@ -11,7 +11,7 @@ is never called on a turn that a rule holds and nobody decided. A remote agent's
 agent told (long-poll, webhook): it must not call its model on that turn.
 """
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from approvals import audit, live
@@ -22,7 +22,7 @@ from .errors import DecisionError, EditInvalid, NotAllowed
 from .runs import request_resume, run_fail
 
 VERDICTS = (Decision.Verdict.APPROVE, Decision.Verdict.NOTE, Decision.Verdict.REPLY)
-TEXT_NEEDED = {
+TEXT_NEEDED: dict[str, tuple[str, str]] = {
     Decision.Verdict.NOTE: ("note", "Write the note the model should read before it answers."),
     Decision.Verdict.REPLY: ("reply", "Write the reply the customer should get; it becomes the assistant's answer."),
 }
@@ -41,7 +41,7 @@ def _checked_text(verdict: str, text: str) -> str:
     return text
 
 
-def turn_decide(*, call_id: int, reviewer: AbstractBaseUser, verdict: str, shown_hash: str, text: str = "") -> Decision:
+def turn_decide(*, call_id: int, reviewer: User, verdict: str, shown_hash: str, text: str = "") -> Decision:
     """Continue (approve), add a note (note) or write the reply (reply) for a held turn; one transaction."""
     text = _checked_text(verdict, text)
     with transaction.atomic():
@@ -72,7 +72,7 @@ def turn_expire(*, call: ToolCall, reason: str) -> Decision:
     ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.EXPIRED, **UNCLAIM)
     audit.record(AuditEvent.Kind.EXPIRED, tool_call=call, payload={"reason": reason})
     live.call_changed(call.pk)
-    if call.run.is_remote:  # its agent hears "expired" and must not call its model; the run is the agent's
+    if not call.run.advancer.calls_model:  # its agent hears "expired" and must not call its model; the run is its own
         request_resume(call.run_id)
         return decision
     step = (call.arguments or {}).get("step")

@@ -20,8 +20,8 @@ from approvals.policy import turn_rules as turns
 
 from ..models import AuditEvent, Decision, Message, Run, ToolCall, TurnRule, TurnShadow
 from .deadlines import set_deadline
-from .runs import run_fail
-from .transcript import run_lock
+from .runs import opened, run_fail
+from .transcript import messages_insert, run_lock, seq_after_last
 
 TURN_TOOL = turns.TURN_TOOL
 # A held turn that ended without being applied: the turn is held again if a rule still says so.
@@ -41,7 +41,7 @@ def turn_review(*, run: Run, transcript: list[Message], claimed_by_step: bool = 
     `claimed_by_step`: the turn was claimed in the commit of the step before it, so it was never held
     (holding gives a turn back; it is claimed again on its own), and it is reviewed under the policy that
     step's gate read a moment before: two queries less per step."""
-    if run.is_remote or not transcript:
+    if not run.advancer.calls_model or not transcript:
         return transcript
     step = run.step_count
     held = None if claimed_by_step else run.tool_calls.filter(kind=ToolCall.Kind.TURN).order_by("-pk").first()
@@ -76,11 +76,14 @@ def _description(run: Run, step: int, rule: TurnRule | None) -> str:
     )
 
 
-def _store_pending(run: Run, step: int, sha256: str, message: Message, rule: TurnRule | None, **fields) -> ToolCall:
-    """The pending turn, bound to {"step", "transcript_sha256"}, in the trail and pushed to the queue."""
+def _store_pending(
+    run: Run, step: int, sha256: str, message: Message, rule: TurnRule | None, *, opening=(), **fields
+) -> ToolCall:
+    """The pending turn, bound to {"step", "transcript_sha256"}, in the trail and pushed to the queue.
+    `opening`: the run_started entry of a run inserted in this transaction (its chain starts here)."""
     now = timezone.now()
     arguments = {"step": step, "transcript_sha256": sha256}
-    again = run.tool_calls.filter(kind=ToolCall.Kind.TURN, arguments__step=step).exists()
+    again = not opening and run.tool_calls.filter(kind=ToolCall.Kind.TURN, arguments__step=step).exists()
     reason = f"turn rule “{rule.name}”" if rule else "the agent asked for a review of this turn"
     call = ToolCall(
         run=run,
@@ -96,13 +99,16 @@ def _store_pending(run: Run, step: int, sha256: str, message: Message, rule: Tur
         description=_description(run, step, rule),
         user_request=run.request,
         review_group=rule.group if rule else None,
-        **fields,
     )
-    set_deadline(call=call, setting=policy_snapshot.tool_setting(TURN_TOOL), now=now)
-    call.save()
-    payload = {"tool": TURN_TOOL, "arguments": arguments, "arguments_hash": call.arguments_hash}
+    for key, value in fields.items():
+        setattr(call, key, value)
+    # The turn tool's setting from the snapshot the turn rules were read from a moment ago, by this thread.
+    set_deadline(call=call, setting=policy_snapshot.tool_setting(TURN_TOOL, fresh=False), now=now)
+    call.save(force_insert=True)
+    payload: dict[str, object] = {"tool": TURN_TOOL, "arguments": arguments, "arguments_hash": call.arguments_hash}
     payload |= {"description": call.description, "rule": rule.name if rule else "", "expires_at": call.expires_at}
-    audit.record(AuditEvent.Kind.PROPOSED, tool_call=call, payload=payload)
+    entries = [*opening, audit.Entry(AuditEvent.Kind.PROPOSED, call, payload=payload)]
+    audit.record_many(run, entries, new_chain=bool(opening))
     live.call_changed(call.pk)
     live.run_changed(run.pk)
     return call
@@ -122,13 +128,40 @@ def _hold(run: Run, rule: TurnRule, transcript: list[Message]) -> ToolCall | Non
 
 
 @transaction.atomic
-def turn_request(*, run: Run, step: int, transcript: list[dict]) -> ToolCall:
+def turn_request(
+    *, run: Run, step: int, transcript: list[dict], request: str = "", fields: dict | None = None
+) -> ToolCall:
     """A remote agent asks for its model's turn `step` to be reviewed before its model answers, sending the
     transcript its model would see (kept on the call as the agent's, shown on the card). The turn rules still
-    say which group decides; with none matching, any reviewer. The agent applies the decision itself."""
+    say which group decides; with none matching, any reviewer. The agent applies the decision itself; the run
+    waits for it. An unsaved run (services.run_open) is stored with the turn; `request`: the user's new request,
+    appended first; `fields`: more of the call's columns the agent knows (its user's request)."""
     rule, _ = turns.match(turns.enabled_rules(), turns.Turn(run.agent, step, turns.rows_of(transcript)))
-    last = run.messages.order_by("-seq").first()
-    return _store_pending(run, step, args_hash(transcript), last, rule, agent_facts={"transcript": transcript})
+    message, opening = _waiting_run_message(run, request)
+    fields = {"agent_facts": {"transcript": transcript}, **(fields or {})}
+    return _store_pending(run, step, args_hash(transcript), message, rule, opening=opening, **fields)
+
+
+def _waiting_run_message(run: Run, request: str) -> tuple[Message, list[audit.Entry]]:
+    """Set the run waiting (inserting a run from run_open(), with its request as message 0 and its run_started
+    entry returned) and return the message a turn follows: the last, or the user's new `request` appended."""
+    waiting = {"status": Run.Status.WAITING, "thinking": False, "last_error": "", "updated_at": timezone.now()}
+    for key, value in waiting.items():
+        setattr(run, key, value)
+    if run.pk is None:
+        run.save(force_insert=True)
+        rows, entries = opened(run)
+        rows[0].seq = 0
+        messages_insert(rows)
+        return rows[0], entries
+    Run.objects.filter(pk=run.pk).update(**waiting)  # locks the run's row: messages are appended under it
+    if not request:
+        last = run.messages.order_by("-seq").first()
+        assert last is not None  # a run starts with its request
+        return last, []
+    message = Message(run=run, role=Message.Role.USER, content=request, seq=seq_after_last(run))
+    messages_insert([message])
+    return message, []
 
 
 def _give_back(run: Run) -> None:
@@ -146,9 +179,12 @@ def _settled(run: Run, call: ToolCall, transcript: list[Message]) -> list[Messag
         return None
     if call.status != ToolCall.Status.APPROVED:
         return transcript  # applied already (a worker died after applying it): the model answers
+    bound = call.arguments
+    assert bound is not None  # {"step", "transcript_sha256"}, stored with the turn (_store_pending)
     with transaction.atomic():
-        if call.arguments.get("transcript_sha256") != transcript_hash(transcript):
-            return _refuse(run, call)
+        if bound.get("transcript_sha256") != transcript_hash(transcript):
+            _refuse(run, call, bound["step"])
+            return None
         if not ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED).update(
             status=ToolCall.Status.EXECUTED, executed_at=timezone.now()
         ):
@@ -157,9 +193,8 @@ def _settled(run: Run, call: ToolCall, transcript: list[Message]) -> list[Messag
         return _apply(run, call, transcript)
 
 
-def _refuse(run: Run, call: ToolCall) -> None:
+def _refuse(run: Run, call: ToolCall, step: int) -> None:
     """Fail closed: what the reviewer saw is not what the model would read now."""
-    step = call.arguments["step"]
     error = f"The transcript changed after model turn {step} was reviewed; the decision was not applied."
     if ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED).update(status=ToolCall.Status.FAILED):
         audit.record(AuditEvent.Kind.FAILED, tool_call=call, payload={"error": error})

@@ -1,6 +1,6 @@
 """Undoing an executed reversible call, once, by a reviewer who may (access.can_undo)."""
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from approvals import audit, live
@@ -12,7 +12,7 @@ from .errors import UndoError, require
 
 
 @transaction.atomic
-def toolcall_undo(*, call: ToolCall, user: AbstractBaseUser) -> str:
+def toolcall_undo(*, call: ToolCall, user: User) -> str:
     """Undo an executed reversible call, once, and record who did it."""
     call = ToolCall.objects.select_for_update().get(pk=call.pk)
     require(can_undo(user, call))

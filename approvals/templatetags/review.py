@@ -23,7 +23,8 @@ def reveal(value) -> str:
     value = str(value if value is not None else "")
     if value.isascii() and not ASCII_HIDDEN.search(value):
         return escape(value)  # the common case, in one pass: the queue renders thousands of these
-    out, start = [], 0
+    out: list[str] = []
+    start = 0
     for i, ch in enumerate(value):
         if text.is_hidden(ch):
             out.append(escape(value[start:i]))

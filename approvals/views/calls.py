@@ -3,7 +3,7 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
@@ -16,18 +16,19 @@ from ..access import can_decide, can_settle
 from ..models import Decision, ToolCall
 from ..planted import planted
 from .panels import edit_values, get_call_for_user, panel_response
+from .requests import ReviewerRequest
 
 
 @login_required
 @require_GET
-def call_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def call_detail(request: ReviewerRequest, pk: int) -> HttpResponse:
     call = get_call_for_user(request, pk)
     return panel_response(request, call, editing=request.GET.get("edit") == "1")
 
 
 @login_required
 @require_GET
-def call_preview(request: HttpRequest, pk: int) -> HttpResponse:
+def call_preview(request: ReviewerRequest, pk: int) -> HttpResponse:
     call = get_call_for_user(request, pk)
     preview = services.toolcall_preview(call=call)
     if request.htmx:
@@ -35,7 +36,7 @@ def call_preview(request: HttpRequest, pk: int) -> HttpResponse:
     return panel_response(request, call, preview=preview)
 
 
-def _decided(request: HttpRequest, call: ToolCall) -> HttpResponse:
+def _decided(request: ReviewerRequest, call: ToolCall) -> HttpResponse:
     """After a decision: the panel with its outcome (htmx), or back to the queue."""
     call.refresh_from_db()
     if not request.htmx:
@@ -46,12 +47,12 @@ def _decided(request: HttpRequest, call: ToolCall) -> HttpResponse:
     return trigger_client_event(panel_response(request, call), "queueChanged")
 
 
-def _via(request: HttpRequest) -> str:
+def _via(request: ReviewerRequest) -> str:
     """How the reviewer chose, for the trail: the keyboard (keys.js says so) or a button."""
     return "key" if request.POST.get("via") == "key" else "button"
 
 
-def _proof(request: HttpRequest) -> Proof:
+def _proof(request: ReviewerRequest) -> Proof:
     """What the card sends with a decision: when it was shown, the value typed, whether its facts were in view."""
     facts_in_view = {"1": True, "0": False}.get(request.POST.get("facts_seen", ""))
     return Proof(
@@ -59,7 +60,7 @@ def _proof(request: HttpRequest) -> Proof:
     )
 
 
-def _decide(request: HttpRequest, pk: int, decide, **kwargs) -> HttpResponse:
+def _decide(request: ReviewerRequest, pk: int, decide, **kwargs) -> HttpResponse:
     """Run one decision service for this reviewer on the arguments they were shown."""
     call = get_call_for_user(request, pk)
     shown_hash = request.POST.get("arguments_hash", "")
@@ -73,7 +74,7 @@ def _decide(request: HttpRequest, pk: int, decide, **kwargs) -> HttpResponse:
 
 @login_required
 @require_POST
-def call_approve(request: HttpRequest, pk: int) -> HttpResponse:
+def call_approve(request: ReviewerRequest, pk: int) -> HttpResponse:
     anyway = request.POST.get("approve_anyway") == "1"
     approve = Decision.Verdict.APPROVE
     return _decide(request, pk, services.toolcall_decide, verdict=approve, approve_anyway=anyway, proof=_proof(request))
@@ -81,7 +82,7 @@ def call_approve(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def call_reject(request: HttpRequest, pk: int) -> HttpResponse:
+def call_reject(request: ReviewerRequest, pk: int) -> HttpResponse:
     reason = request.POST.get("reason", "")
     reject = Decision.Verdict.REJECT
     return _decide(request, pk, services.toolcall_decide, verdict=reject, reason=reason, proof=_proof(request))
@@ -89,14 +90,14 @@ def call_reject(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def call_respond(request: HttpRequest, pk: int) -> HttpResponse:
+def call_respond(request: ReviewerRequest, pk: int) -> HttpResponse:
     reason, guidance = request.POST.get("reason", ""), request.POST.get("guidance", "")
     return _decide(request, pk, services.toolcall_respond, reason=reason, guidance=guidance)
 
 
 @login_required
 @require_POST
-def call_edit(request: HttpRequest, pk: int) -> HttpResponse:
+def call_edit(request: ReviewerRequest, pk: int) -> HttpResponse:
     call = get_call_for_user(request, pk)
     try:
         arguments = parse_edit(services.tool_for(call), request.POST)
@@ -119,7 +120,7 @@ def call_edit(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def call_changes(request: HttpRequest, pk: int) -> HttpResponse:
+def call_changes(request: ReviewerRequest, pk: int) -> HttpResponse:
     """Validate an edit and show how it differs from the model's arguments, deciding nothing."""
     call = get_call_for_user(request, pk)
     allowed, why = can_decide(request.user, call)
@@ -132,7 +133,7 @@ def call_changes(request: HttpRequest, pk: int) -> HttpResponse:
     return panel_response(request, call, editing=True, values=edit_values(request), edit_diff=diff)
 
 
-def _claim_response(request: HttpRequest, call: ToolCall, error: services.DecisionError | None) -> HttpResponse:
+def _claim_response(request: ReviewerRequest, call: ToolCall, error: services.DecisionError | None) -> HttpResponse:
     if not request.htmx:
         if isinstance(error, services.NotAllowed):
             raise PermissionDenied(str(error))
@@ -145,7 +146,7 @@ def _claim_response(request: HttpRequest, call: ToolCall, error: services.Decisi
     return render(request, "approvals/partials/claim.html", context, status=error.status if error else 200)
 
 
-def _claim_action(request: HttpRequest, pk: int, service) -> HttpResponse:
+def _claim_action(request: ReviewerRequest, pk: int, service) -> HttpResponse:
     """Start or release "being reviewed by me" on a call this reviewer may see."""
     call = get_call_for_user(request, pk)
     try:
@@ -157,19 +158,19 @@ def _claim_action(request: HttpRequest, pk: int, service) -> HttpResponse:
 
 @login_required
 @require_POST
-def call_claim(request: HttpRequest, pk: int) -> HttpResponse:
+def call_claim(request: ReviewerRequest, pk: int) -> HttpResponse:
     return _claim_action(request, pk, services.toolcall_review_start)
 
 
 @login_required
 @require_POST
-def call_release(request: HttpRequest, pk: int) -> HttpResponse:
+def call_release(request: ReviewerRequest, pk: int) -> HttpResponse:
     return _claim_action(request, pk, services.toolcall_review_release)
 
 
 @login_required
 @require_POST
-def call_settle(request: HttpRequest, pk: int) -> HttpResponse:
+def call_settle(request: ReviewerRequest, pk: int) -> HttpResponse:
     """Say what happened to a call whose outcome is unknown: it ran (the output), it did not (run it now), fail."""
     call = get_call_for_user(request, pk)
     allowed, why = can_settle(request.user, call)

@@ -4,7 +4,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -12,8 +12,10 @@ from approvals import access, insight, services
 from approvals.audit import AUDIT_PERMISSION
 from approvals.insight import learned
 
+from .requests import ReviewerRequest
 
-def _page(request: HttpRequest, form: insight.WindowForm, *, status: int = 200, **extra) -> HttpResponse:
+
+def _page(request: ReviewerRequest, form: insight.WindowForm, *, status: int = 200, **extra) -> HttpResponse:
     window = form.window()
     context = {
         "form": form,
@@ -31,14 +33,14 @@ def _page(request: HttpRequest, form: insight.WindowForm, *, status: int = 200, 
 @login_required
 @permission_required(AUDIT_PERMISSION, raise_exception=True)
 @require_GET
-def insight_page(request: HttpRequest) -> HttpResponse:
+def insight_page(request: ReviewerRequest) -> HttpResponse:
     return _page(request, insight.WindowForm(request.GET or None))
 
 
 @login_required
 @permission_required(AUDIT_PERMISSION, raise_exception=True)
 @require_POST
-def insight_rule_add(request: HttpRequest) -> HttpResponse:
+def insight_rule_add(request: ReviewerRequest) -> HttpResponse:
     """Add a proposed rule in shadow mode and show its replay: the proposal's item (htmx), or the rule in the
     admin with the replay in a message. A proposal the decisions do not make (any more) adds nothing: 400,
     or 409 when a rule already covers it."""
@@ -61,7 +63,12 @@ def insight_rule_add(request: HttpRequest) -> HttpResponse:
         if not request.htmx:
             return _page(request, form, status=error.status, learn_error=error)
         proposal = learned.proposal_for(form.window(), tool=tool) if tool else None
-        context = {"proposal": proposal, "error": error, "can_add_rules": True, "window": form.window()}
+        context: dict[str, object] = {
+            "proposal": proposal,
+            "error": error,
+            "can_add_rules": True,
+            "window": form.window(),
+        }
         return render(request, "approvals/partials/learned_rule.html", context, status=error.status)
     if request.htmx:
         context = {"proposal": added.proposal, "added": added, "window": added.proposal.window}

@@ -1,6 +1,6 @@
 """Rendering the call panel for a view: the page, or the partial for htmx."""
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from approvals.kinds.turn import turn_card
@@ -11,18 +11,19 @@ from ..access import readable_calls
 from ..models import ToolCall
 from ..services import DecisionError, EditInvalid
 from ..tools import registry
+from .requests import ReviewerRequest
 
 NAMED_ERRORS = ("reason", "guidance", "output", "answer", "approve", "confirm")  # said above the buttons
 FIELDLESS = {"arguments_json", "reason", "guidance", "approve_anyway", "approve", "confirm"}
 
 
-def get_call_for_user(request: HttpRequest, pk: int) -> ToolCall:
+def get_call_for_user(request: ReviewerRequest, pk: int) -> ToolCall:
     """The call, if this user may read it (access.readable_calls); else 404. Acting on it is the services' check."""
     calls = readable_calls(request.user).select_related("run", "run__requested_by", "review_group", "reviewing_by")
     return get_object_or_404(calls, pk=pk)
 
 
-def edit_values(request: HttpRequest) -> dict:
+def edit_values(request: ReviewerRequest) -> dict:
     """What the reviewer typed into the edit form, to show it again."""
     values = {k[4:]: v for k, v in request.POST.items() if k.startswith("arg_")}
     values["arguments_json"] = request.POST.get("arguments_json", "")
@@ -40,7 +41,7 @@ def _error_context(error: DecisionError | None) -> dict:
 
 
 def panel_response(
-    request: HttpRequest,
+    request: ReviewerRequest,
     call: ToolCall,
     *,
     status: int = 200,

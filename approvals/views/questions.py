@@ -1,7 +1,7 @@
 """Answering a tool's question: the form generated from its schema, posted here (declining is call_reject)."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.views.decorators.http import require_POST
 
 from approvals.kinds.question import AnswerInvalid, parse_answer
@@ -10,11 +10,12 @@ from approvals.web.call_panel import question_context
 from .. import services
 from .calls import _decided
 from .panels import get_call_for_user, panel_response
+from .requests import ReviewerRequest
 
 
 @login_required
 @require_POST
-def call_answer(request: HttpRequest, pk: int) -> HttpResponse:
+def call_answer(request: ReviewerRequest, pk: int) -> HttpResponse:
     call = get_call_for_user(request, pk)
     values = {key.removeprefix("answer_"): value for key, value in request.POST.items() if key.startswith("answer_")}
     try:

@@ -4,7 +4,7 @@ pane beside it, groups of similar calls, and the batch approval."""
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -14,11 +14,12 @@ from approvals.web import triage
 from ..access import is_reviewer, may_review
 from ..planted import planted
 from ..selectors import group_calls, queue_facets, queue_rows
+from .requests import ReviewerRequest
 
 
 @login_required
 @require_GET
-def queue(request: HttpRequest) -> HttpResponse:
+def queue(request: ReviewerRequest) -> HttpResponse:
     if request.htmx and request.GET.get("fragment") == "count":
         return render(request, "approvals/partials/queue_count.html")  # the count comes from the context processor
     wanted = triage.queue_filter(request.GET)
@@ -37,14 +38,14 @@ def queue(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def queue_group(request: HttpRequest) -> HttpResponse:
+def queue_group(request: ReviewerRequest) -> HttpResponse:
     """A group of similar calls this reviewer may decide, each with the hash it is shown with: one batch."""
     wanted = triage.queue_filter(request.GET)  # read like the queue's filters: what cannot be meant is dropped
     group = {"tool": wanted.tool, "agent": wanted.agent, "band": wanted.band}
     calls = group_calls(request.user, **group) if is_reviewer(request.user) else []
     context = {
         "calls": calls,
-        "title": triage.group_title(count=len(calls), **group),
+        "title": triage.group_title(count=len(calls), tool=wanted.tool, agent=wanted.agent, band=wanted.band),
         "warned": [call for call in calls if call.warning],
     }
     template = "approvals/queue_group.html#batch" if request.htmx else "approvals/queue_group.html"
@@ -63,7 +64,7 @@ def _selected(values: list[str]) -> list[tuple[int, str]]:
 
 @login_required
 @require_POST
-def approve_selected(request: HttpRequest) -> HttpResponse:
+def approve_selected(request: ReviewerRequest) -> HttpResponse:
     allowed, why = may_review(request.user)
     if not allowed:
         raise PermissionDenied(why)

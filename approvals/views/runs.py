@@ -4,15 +4,16 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import Exists, OuterRef
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from .. import access, services
 from ..models import AuditEvent, Message, Run, Tier, ToolCall
+from .requests import ReviewerRequest
 
 
-def get_run_for_user(request: HttpRequest, pk: int) -> Run:
+def get_run_for_user(request: ReviewerRequest, pk: int) -> Run:
     """The run, if this user may see it (access.visible_runs); else 404."""
     return get_object_or_404(access.visible_runs(request.user).select_related("requested_by"), pk=pk)
 
@@ -25,7 +26,7 @@ def _undoable(user, run: Run, call: ToolCall) -> bool:
 
 @login_required
 @require_GET
-def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def run_detail(request: ReviewerRequest, pk: int) -> HttpResponse:
     run = get_run_for_user(request, pk)
     unreported = AuditEvent.objects.filter(tool_call=OuterRef("pk"), kind=AuditEvent.Kind.UNREPORTED)
     calls = list(
@@ -54,7 +55,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "approvals/run.html", context)
 
 
-def _act(request: HttpRequest, pk: int, action, done: str) -> HttpResponse:
+def _act(request: ReviewerRequest, pk: int, action, done: str) -> HttpResponse:
     """Retry or cancel, as this user: 404 if they may not see the run, 403 if they may not act on it."""
     run = get_run_for_user(request, pk)
     try:
@@ -67,19 +68,19 @@ def _act(request: HttpRequest, pk: int, action, done: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def run_retry(request: HttpRequest, pk: int) -> HttpResponse:
+def run_retry(request: ReviewerRequest, pk: int) -> HttpResponse:
     return _act(request, pk, services.run_retry, "The run was put back in the queue.")
 
 
 @login_required
 @require_POST
-def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+def run_cancel(request: ReviewerRequest, pk: int) -> HttpResponse:
     return _act(request, pk, services.run_cancel, "The run was cancelled.")
 
 
 @login_required
 @require_POST
-def call_undo(request: HttpRequest, pk: int, call_pk: int) -> HttpResponse:
+def call_undo(request: ReviewerRequest, pk: int, call_pk: int) -> HttpResponse:
     run = get_run_for_user(request, pk)
     call = get_object_or_404(run.tool_calls, pk=call_pk)
     try:

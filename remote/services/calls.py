@@ -7,12 +7,13 @@ itself: it claims the execution with the decision's execution key (a conditional
 exactly one caller wins) and reports the result, which the trail records.
 """
 
+import functools
 import hmac
 import json
 import uuid
 
-from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from approvals import access, audit, live, services
@@ -20,58 +21,52 @@ from approvals.kinds.question import question_problem
 from approvals.lib.hashing import args_hash, canonical_json
 from approvals.models import Message, Run, Tier, ToolCall
 from approvals.planted import planted
-from approvals.services import leases
-from approvals.services.transcript import record_output
 from approvals.tools import ArgumentsInvalid
 
-from ..declared import adapter_for, draft_problem
+from ..declared import adapter_for, draft_problem, proposed_tool
 from ..errors import Conflict, Invalid, NotFound, invalid_fields
+from ..keys import execution_key
 from ..models import DeclaredTool, RemoteAgent, RemoteCall, Thread
 
 REPORTED = (ToolCall.Status.EXECUTED, ToolCall.Status.FAILED)
 
 
-def execution_key(call: ToolCall) -> str:
-    """The key that lets the agent execute exactly what was approved (derived, never stored)."""
-    message = f"reviewhub-execution:{call.pk}:{args_hash(call.approved_arguments)}"
-    return "ek_" + hmac.new(settings.SECRET_KEY.encode(), message.encode(), "sha256").hexdigest()[:40]
-
-
-def _thread_run(agent: RemoteAgent, thread_id: str, user_request: str) -> Run:
-    """The thread's run (made on its first proposal), with the user's request appended when it is a new one."""
+def _thread_run(agent: RemoteAgent, thread_id: str, user_request: str) -> tuple[Run, str]:
+    """The thread's run and the user's request to append to it ("" when it is not a new one); for a new thread, a
+    run opened for the step to store (services.run_open). One statement."""
+    last_request = Message.objects.filter(run=OuterRef("run"), role=Message.Role.USER).order_by("-seq")
     threads = Thread.objects.filter(agent=agent, thread_id=thread_id, run__in=access.agent_runs(agent.user))
-    thread = threads.select_related("run").first()
+    thread = threads.select_related("run").annotate(last_request=Subquery(last_request.values("content")[:1])).first()
     if thread is not None:
-        run = thread.run
-        if user_request and user_request != run.messages.filter(role="user").last().content:
-            services.message_append(run=run, role=Message.Role.USER, content=user_request)
-        return run
-    run = services.run_create(
+        return thread.run, user_request if user_request and user_request != thread.last_request else ""
+    run = services.run_open(
         agent=agent.name,
         request=user_request or f"Thread {thread_id}",
         requested_by=agent.user,
         advanced_by=Run.AdvancedBy.REMOTE,
     )
-    Thread.objects.create(agent=agent, thread_id=thread_id, run=run)
-    return run
+    return run, ""
 
 
 def _existing(agent: RemoteAgent, key: str, request_hash: str) -> ToolCall | None:
-    found = RemoteCall.objects.filter(agent=agent, idempotency_key=key).select_related("tool_call").first()
+    """The call proposed with this key before, as the agent may see it (ready for its answer), or None."""
+    calls = access.agent_calls(agent.user).filter(remote__agent=agent, remote__idempotency_key=key)
+    found = calls.select_related("run", "remote__tool").first()
     if found is None:
         return None
-    if found.request_hash != request_hash:
+    if found.remote.request_hash != request_hash:
         raise Conflict(
             "This idempotency key was used for a different proposal.",
             {"idempotency_key": ["Used before with a different body; use a new key for a new call."]},
         )
-    return found.tool_call
+    return found
 
 
 def _declared(agent: RemoteAgent, name: str, arguments: dict) -> DeclaredTool:
     tool = DeclaredTool.objects.filter(agent=agent, name=name, current=True).first()
     if tool is None:
         raise NotFound(f"There is no tool named {name!r}; declare it first (PUT /api/v1/tools/{{name}}).")
+    tool.agent = agent  # its qualified name, without reading the agent again
     if tool.tier == Tier.FORBIDDEN:
         raise Invalid(f"{name} is forbidden.", {"tool": [f"{name} is forbidden: its calls are never run."]})
     try:
@@ -79,6 +74,39 @@ def _declared(agent: RemoteAgent, name: str, arguments: dict) -> DeclaredTool:
     except ArgumentsInvalid as exc:
         raise invalid_fields(exc.errors, "arguments")
     return tool
+
+
+def stored(
+    call: ToolCall, *, agent: RemoteAgent, tool: DeclaredTool | None, proposal: dict, request_hash: str, opened: bool
+) -> ToolCall:
+    """The API's rows of a call just stored (its thread's, when the step opened the run), and the call ready for
+    its answer, built from what was written: nothing is read back."""
+    if opened:
+        Thread.objects.create(agent=agent, thread_id=proposal["thread_id"], run=call.run)
+    RemoteCall.objects.create(
+        tool_call=call,
+        agent=agent,
+        tool=tool,
+        thread_id=proposal["thread_id"],
+        idempotency_key=proposal["idempotency_key"],
+        request_hash=request_hash,
+    )
+    call.loaded_decisions = []  # just stored: nobody decided it yet
+    return call
+
+
+def retried_once(propose):
+    """Run a proposal once more if another request stored its idempotency key or opened its thread meanwhile
+    (their unique constraints, not a lock, keep proposals of one agent apart): the second time it is the retry."""
+
+    @functools.wraps(propose)
+    def once_more(*, agent: RemoteAgent, proposal: dict):
+        try:
+            return propose(agent=agent, proposal=dict(proposal))
+        except IntegrityError:
+            return propose(agent=agent, proposal=dict(proposal))
+
+    return once_more
 
 
 def _question(question: dict | None) -> dict | None:
@@ -101,15 +129,16 @@ def call_refusal(call: ToolCall) -> Invalid | None:
     return None
 
 
+@retried_once
 @transaction.atomic
 def call_propose(*, agent: RemoteAgent, proposal: dict) -> tuple[ToolCall, bool]:
-    """Propose a call (thread_id, tool, arguments, reasoning, user_request, facts, idempotency_key).
+    """Propose a call (thread_id, tool, arguments, reasoning, user_request, facts, idempotency_key): one
+    transaction, in which the thread's run is found or opened and the call goes through the gate.
 
     Returns the call and whether it is new (a call the gate refused: see call_refusal). The same key with
     the same body returns the same call; with another body, 409. Arguments failing the declared schema:
     422 naming the field, nothing stored.
     """
-    RemoteAgent.objects.select_for_update().get(pk=agent.pk)  # proposals of one agent one at a time
     kind = proposal.pop("kind", ToolCall.Kind.CALL)  # hashed only when it is not the default: keys stay valid
     request_hash = args_hash(canonical_json(proposal if kind == ToolCall.Kind.CALL else proposal | {"kind": kind}))
     existing = _existing(agent, proposal["idempotency_key"], request_hash)
@@ -119,27 +148,18 @@ def call_propose(*, agent: RemoteAgent, proposal: dict) -> tuple[ToolCall, bool]
     question = _question(proposal.get("question"))
     if kind == ToolCall.Kind.CHECKPOINT and (problem := draft_problem(tool)):
         raise Invalid(problem, {"tool": [problem]})
-    run = _thread_run(agent, proposal["thread_id"], proposal["user_request"])
-    raw = json.dumps(proposal["arguments"], ensure_ascii=False)
-    proposed = services.ProposedCall(f"call_{uuid.uuid4().hex[:24]}", tool.qualified_name, raw, kind)
-    message = services.step_record(run=run, content=proposal["reasoning"], calls=[proposed])
-    call = message.calls.get()
-    if question and call.status not in (ToolCall.Status.FORBIDDEN, ToolCall.Status.INVALID):
-        services.question_from_agent(call=call, question=question)
+    run, request = _thread_run(agent, proposal["thread_id"], proposal["user_request"])
+    opening = run.pk is None
     fields = {"agent_facts": proposal["facts"], "user_request": proposal["user_request"] or run.request}
-    ToolCall.objects.filter(pk=call.pk).update(**fields)
-    RemoteCall.objects.create(
-        tool_call=call,
-        agent=agent,
-        tool=tool,
-        thread_id=proposal["thread_id"],
-        idempotency_key=proposal["idempotency_key"],
-        request_hash=request_hash,
+    raw = json.dumps(proposal["arguments"], ensure_ascii=False)
+    proposed = services.ProposedCall(
+        f"call_{uuid.uuid4().hex[:24]}", tool.qualified_name, raw, kind, proposed_tool(tool, kind), fields, question
     )
-    status = Run.Status.WAITING if call.status == ToolCall.Status.PENDING else Run.Status.RUNNING
-    services.run_set_status(run=run, status=status)
-    call.refresh_from_db()
-    return call, True
+    message = services.step_record(
+        run=run, content=proposal["reasoning"], calls=[proposed], request=request, ids_unique=True, settles_run=True
+    )
+    call = message.step_calls[0]
+    return stored(call, agent=agent, tool=tool, proposal=proposal, request_hash=request_hash, opened=opening), True
 
 
 def agent_call(agent: RemoteAgent, call_id: int, *, lock: bool = False) -> ToolCall:
@@ -174,12 +194,12 @@ def _check_key(call: ToolCall, key: str, *, reporting: bool = False) -> None:
 def _take(call: ToolCall) -> bool:
     """The claim for one lease: an approved call, or an idempotent tool's call whose lease lapsed."""
     now = timezone.now()
-    fields = {"status": ToolCall.Status.EXECUTING, "claimed_at": now, "lease_expires_at": leases.lease_until(now)}
+    fields = {"status": ToolCall.Status.EXECUTING, "claimed_at": now, "lease_expires_at": services.lease_until(now)}
     if ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED).update(**fields):
         return True
-    if call.status != ToolCall.Status.EXECUTING or not leases.is_idempotent(call):
+    if call.status != ToolCall.Status.EXECUTING or not services.is_idempotent(call):
         return False
-    return bool(leases.lapsed_calls(now=now).filter(pk=call.pk).update(**fields))
+    return bool(services.lapsed_calls(now=now).filter(pk=call.pk).update(**fields))
 
 
 def call_claim(*, agent: RemoteAgent, call_id: int, key: str) -> tuple[bool, ToolCall]:
@@ -208,7 +228,7 @@ def call_lease_renew(*, agent: RemoteAgent, call_id: int, key: str) -> ToolCall:
         raise Conflict(
             f"This call is {call.status}, not executing: there is no claim to renew.", {"status": [call.status]}
         )
-    if leases.lease_renew(call_id=call.pk) is None:
+    if services.lease_renew(call_id=call.pk) is None:
         raise Conflict(
             "The lease on this call lapsed before it was renewed: report nothing, a person or the sweep settles it.",
             {"lease": ["lapsed"]},
@@ -241,7 +261,7 @@ def call_report(*, agent: RemoteAgent, call_id: int, key: str, ok: bool, output:
     if call.status == ToolCall.Status.OUTCOME_UNKNOWN:
         payload["late"] = "after its lease lapsed and its outcome was marked unknown"
     audit.record(kind, tool_call=call, actor=agent.user, payload=payload)
-    record_output(call=call, output=output if ok else f"Error: {output}")
+    services.record_output(call=call, output=output if ok else f"Error: {output}")
     live.call_changed(call.pk)
     live.run_changed(call.run_id)
     call.refresh_from_db()

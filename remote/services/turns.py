@@ -9,11 +9,11 @@ from django.db import transaction
 
 from approvals import services
 from approvals.lib.hashing import args_hash, canonical_json
-from approvals.models import Run, ToolCall
+from approvals.models import ToolCall
 
 from ..errors import Invalid
-from ..models import RemoteAgent, RemoteCall
-from .calls import _existing, _thread_run
+from ..models import RemoteAgent
+from .calls import _existing, _thread_run, retried_once, stored
 
 ROLES = ("system", "user", "assistant", "tool")
 
@@ -45,28 +45,19 @@ def _checked(proposal: dict) -> list[dict]:
     return messages
 
 
+@retried_once
 @transaction.atomic
 def turn_propose(*, agent: RemoteAgent, proposal: dict) -> tuple[ToolCall, bool]:
     """Ask for a review of turn `step` (thread_id, step, messages, transcript_sha256, user_request,
-    idempotency_key). Returns the held turn and whether it is new; the same key and body again: the same turn."""
-    RemoteAgent.objects.select_for_update().get(pk=agent.pk)  # proposals of one agent one at a time
+    idempotency_key), in one transaction. Returns the held turn and whether it is new; the same key and body
+    again: the same turn."""
     request_hash = args_hash(canonical_json(proposal))
     existing = _existing(agent, proposal["idempotency_key"], request_hash)
     if existing is not None:
         return existing, False
     messages = _checked(proposal)
-    run = _thread_run(agent, proposal["thread_id"], proposal["user_request"])
-    call = services.turn_request(run=run, step=proposal["step"], transcript=messages)
-    if proposal["user_request"]:
-        ToolCall.objects.filter(pk=call.pk).update(user_request=proposal["user_request"])
-    RemoteCall.objects.create(
-        tool_call=call,
-        agent=agent,
-        tool=None,
-        thread_id=proposal["thread_id"],
-        idempotency_key=proposal["idempotency_key"],
-        request_hash=request_hash,
-    )
-    services.run_set_status(run=run, status=Run.Status.WAITING)
-    call.refresh_from_db()
-    return call, True
+    run, request = _thread_run(agent, proposal["thread_id"], proposal["user_request"])
+    opening = run.pk is None
+    fields = {"user_request": proposal["user_request"]} if proposal["user_request"] else {}
+    call = services.turn_request(run=run, step=proposal["step"], transcript=messages, request=request, fields=fields)
+    return stored(call, agent=agent, tool=None, proposal=proposal, request_hash=request_hash, opened=opening), True

@@ -1,16 +1,23 @@
-"""What an approval's resumption does before the tool runs: the call, its checks, one commit; not the transcript."""
+"""What an approval's resumption does before the tool runs: the call, its checks, one statement that claims it and
+records so; not the transcript."""
 
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agents import loop
 from approvals import services
-from approvals.models import AuditEvent, Run, ToolCall
+from approvals.models import AuditEvent, AuditHead, Run, ToolCall
 from approvals.policy import snapshot as policy_snapshot
 from approvals.services.transcript import record_output
 from shop.models import Refund
 
 REFUND_REQUEST = "Order A-1002 arrived broken. Please refund $35."
+
+
+def claimed_at(sql: list[str]) -> int:
+    """Where the claim is: the ORM's UPDATE, or on PostgreSQL the statement that also appends its event."""
+    claims = ('UPDATE "approvals_toolcall" SET "status" = \'executing\'', "UPDATE approvals_toolcall SET status = ")
+    return next(i for i, s in enumerate(sql) if any(claim in s for claim in claims) and "executing" in s)
 
 
 def approved(make_run, reviewer) -> ToolCall:
@@ -25,22 +32,51 @@ def test_the_tools_task_runs_an_approved_call_before_reading_the_transcript(make
     with CaptureQueriesContext(connection) as queries:
         loop.advance(call.run_id, only=loop.TOOLS)
     sql = [q["sql"] for q in queries.captured_queries]
-    claimed = next(i for i, s in enumerate(sql) if s.startswith('UPDATE "approvals_toolcall"') and "executing" in s)
-    assert not any("approvals_message" in s for s in sql[:claimed])
+    assert not any("approvals_message" in s for s in sql[: claimed_at(sql)])
     assert Refund.objects.count() == 1
 
 
-def test_the_claim_and_the_executing_event_are_one_commit(make_run, reviewer):
+def test_the_claim_and_the_executing_event_are_one_statement(require_postgres, make_run, reviewer):
     call = approved(make_run, reviewer)
     with CaptureQueriesContext(connection) as queries:
         loop.advance(call.run_id, only=loop.TOOLS)
     sql = [q["sql"] for q in queries.captured_queries]
-    claimed = next(i for i, s in enumerate(sql) if s.startswith('UPDATE "approvals_toolcall"') and "executing" in s)
-    inserts = (i for i, s in enumerate(sql) if "INSERT INTO" in s and "approvals_auditevent" in s and i > claimed)
-    recorded = next(inserts)  # on PostgreSQL inside the statement that also moves the head (audit_store.py)
-    assert sql[claimed - 1].startswith("SAVEPOINT")  # the claim opens the block that records the event
-    assert not any(s.startswith(("RELEASE SAVEPOINT", "COMMIT")) for s in sql[claimed:recorded])
+    claim = sql[claimed_at(sql)]
+    assert "INSERT INTO approvals_auditevent" in claim and "approvals_audithead" in claim
+    assert not sql[claimed_at(sql) - 1].startswith(("SAVEPOINT", "BEGIN"))  # no block of its own: one statement
     assert AuditEvent.objects.filter(tool_call=call, kind="executing").count() == 1
+
+
+def test_an_approved_call_runs_after_three_statements_of_ours_and_the_tools_facts(require_postgres, make_run, reviewer):
+    call = approved(make_run, reviewer)
+    policy_snapshot.current()
+    with CaptureQueriesContext(connection) as queries:
+        loop.advance(call.run_id, only=loop.TOOLS)
+    sql = [q["sql"] for q in queries.captured_queries]
+    ours = [s for s in sql[: claimed_at(sql)] if '"shop_' not in s]  # the refund's facts, fetched again, are its own
+    # the call with its run, the policy's stamp and no practice run; its decisions; then the claim with its event
+    assert len(ours) == 2
+    assert "approvals_policystamp" in sql[0] and "practice_practicecall" in sql[0]
+
+
+def test_a_claim_taken_by_another_worker_records_no_executing_event(make_run, reviewer):
+    call = services.runnable_calls(pk=approved(make_run, reviewer).pk).get()
+    ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.EXECUTING)  # taken meanwhile
+    head = AuditHead.objects.get(chain=call.run_id).last_hash
+    assert not services.toolcall_execute(call=call, loaded=True)
+    assert not AuditEvent.objects.filter(tool_call=call, kind="executing").exists()
+    assert AuditHead.objects.get(chain=call.run_id).last_hash == head
+    assert Refund.objects.count() == 0
+
+
+def test_a_claim_on_a_chain_without_a_head_row_still_records_its_event(make_run, reviewer):
+    call = approved(make_run, reviewer)
+    bare = Run.objects.create(agent=call.run.agent, request=REFUND_REQUEST)  # no event yet, so no head row
+    ToolCall.objects.filter(pk=call.pk).update(run=bare)
+    call = services.runnable_calls(pk=call.pk).get()
+    assert services.toolcall_execute(call=call, loaded=True)
+    assert AuditEvent.objects.filter(tool_call=call, kind="executing").count() == 1
+    assert Refund.objects.count() == 1
 
 
 def test_the_tools_task_does_not_run_an_approved_call_of_a_cancelled_run(make_run, reviewer):
@@ -57,8 +93,7 @@ def test_before_the_claim_the_call_and_its_decisions_are_read_once_and_policy_by
     with CaptureQueriesContext(connection) as queries:
         loop.advance(call.run_id, only=loop.TOOLS)
     sql = [q["sql"] for q in queries.captured_queries]
-    claimed = next(i for i, s in enumerate(sql) if s.startswith('UPDATE "approvals_toolcall"') and "executing" in s)
-    reads = [s for s in sql[:claimed] if s.startswith("SELECT")]
+    reads = [s for s in sql[: claimed_at(sql)] if s.startswith("SELECT")]
     assert sum('FROM "approvals_toolcall"' in s for s in reads) == 1
     assert sum('FROM "approvals_decision"' in s for s in reads) == 1
     assert not any("approvals_policyrule" in s or "approvals_toolsetting" in s for s in reads)

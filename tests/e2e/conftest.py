@@ -2,7 +2,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.db import connection
 
-from approvals.models import Run
+from approvals.models import PolicyRule, Run
 from tests.livestack import session_cookie
 from tests.stack import Processes, free_port, production_env, redis_available, start_asgi, start_worker
 from tests.waiting import wait_for
@@ -83,3 +83,10 @@ def open_page(browser, stack):
     for context in contexts:
         context.close()
     assert errors == []
+
+
+@pytest.fixture
+def replies_go_without_review(shop):
+    """These tests are about calls pushed live, not about the support agent's reply to the customer (its checkpoint
+    has tests of its own, tests/approvals/test_checkpoint*): a policy rule lets the reply go, and runs end as before."""
+    PolicyRule.objects.create(name="Replies go", tool_name="reply_to_customer", outcome=PolicyRule.Outcome.RUN)

@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from agents import services as agent_services
 from approvals import services
-from approvals.models import Decision, PolicyRule, Run, ToolCall
+from approvals.models import Decision, Run, ToolCall
 from shop.models import Refund
 from tests.queueseed import pending_calls
 from tests.waiting import wait_for
@@ -17,7 +17,7 @@ from tests.waiting import wait_for
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures("resumed_by_the_worker"),
+    pytest.mark.usefixtures("replies_go_without_review", "resumed_by_the_worker"),
 ]
 
 REFUND_35 = "Order A-1002 arrived broken. Please refund $35."
@@ -25,13 +25,6 @@ EMAIL_DANA = "Email Dana that her replacement has shipped."
 # How long a push may take to show, as a ceiling for a busy machine. It is no latency claim:
 # bench/fanout.py measures how fast a push reaches the queues.
 PUSHED = 15_000  # ms
-
-
-@pytest.fixture(autouse=True)
-def replies_go_without_review(shop):
-    """These tests are about calls pushed live, not about the support agent's reply to the customer (its checkpoint
-    has tests of its own, tests/approvals/test_checkpoint*): a policy rule lets the reply go, and runs end as before."""
-    PolicyRule.objects.create(name="Replies go", tool_name="reply_to_customer", outcome=PolicyRule.Outcome.RUN)
 
 
 def is_live(page):

@@ -15,7 +15,7 @@ def test_a_proposal_becomes_a_pending_call_in_the_run_of_its_thread(refund_agent
     body = response.json()
     assert body["status"] == "pending" and body["decision"] is None and body["tool"] == "issue_refund"
     call = ToolCall.objects.select_related("run").get(pk=body["id"])
-    assert call.run.is_remote and call.run.requested_by == refund_agent.agent.user
+    assert call.run.advanced_by == Run.AdvancedBy.REMOTE and call.run.requested_by == refund_agent.agent.user
     assert call.run.status == Run.Status.WAITING
     assert call.tool_name == "support-bot.issue_refund"
     assert call.description == "Refund $490 on order A-1001"

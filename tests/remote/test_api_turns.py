@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from approvals import services
 from approvals.lib.hashing import args_hash
-from approvals.models import AuditEvent, ToolCall, TurnRule
+from approvals.models import AuditEvent, Run, ToolCall, TurnRule
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +32,7 @@ def test_a_turn_request_is_held_for_review_bound_to_the_transcripts_hash(agent):
     body = response.json()
     assert body["kind"] == "turn" and body["status"] == "pending" and body["tool"] == "model turn"
     call = ToolCall.objects.get(pk=body["id"])
-    assert call.kind == ToolCall.Kind.TURN and call.run.is_remote
+    assert call.kind == ToolCall.Kind.TURN and call.run.advanced_by == Run.AdvancedBy.REMOTE
     assert call.arguments == {"step": 1, "transcript_sha256": TURN["transcript_sha256"]}
     assert call.user_request == TURN["user_request"]
     assert AuditEvent.objects.filter(tool_call=call, kind="proposed").exists()

@@ -1,0 +1,61 @@
+"""What appending to the trail costs on PostgreSQL: one statement for one event, its hash computed by PostgreSQL
+over the same canonical JSON as Python's, so the chain verifies as before."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from approvals import audit
+from approvals.models import AuditEvent, AuditHead, Run
+
+pytestmark = pytest.mark.django_db
+
+AWKWARD = {"prev_hash": "", "text": 'quote " back \\ slash', "names": ["Zoë", "李", "🙂"], "amount": 12.5}
+
+
+@pytest.fixture
+def run_with_a_head(db):
+    run = Run.objects.create(agent="support", request="Refund order A-1001.")
+    audit.record("resumed", run=run)  # the chain's first event makes its head row
+    return run
+
+
+def test_one_event_is_one_statement(require_postgres, run_with_a_head):
+    with CaptureQueriesContext(connection) as queries:
+        audit.record("resumed", run=run_with_a_head, payload={"step": 1})
+    assert len(queries) == 1
+    assert "FOR UPDATE" in queries[0]["sql"] and "INSERT INTO approvals_auditevent" in queries[0]["sql"]
+
+
+def test_a_hash_postgresql_computed_is_the_hash_python_computes(require_postgres, run_with_a_head):
+    event = audit.record("resumed", run=run_with_a_head, payload=AWKWARD)
+    stored = AuditEvent.objects.get(pk=event.pk)
+    assert stored.hash == event.hash == stored.compute_hash()
+    assert stored.prev_hash == AuditEvent.objects.filter(chain=run_with_a_head.pk).order_by("pk").first().hash
+    assert AuditHead.objects.get(chain=run_with_a_head.pk).last_hash == event.hash
+    assert audit.verify().ok
+
+
+def test_events_appended_one_by_one_and_together_make_one_chain(run_with_a_head):
+    audit.record("resumed", run=run_with_a_head, payload=AWKWARD)
+    audit.record_many(run_with_a_head, [audit.Entry("resumed", payload={"n": n}) for n in range(3)])
+    audit.record("resumed", run=run_with_a_head, payload={"last": True})
+    check = audit.verify()
+    assert check.ok and check.count == 6
+    assert AuditHead.objects.get(chain=run_with_a_head.pk).seq == 6
+
+
+def test_an_event_whose_guard_returns_no_row_is_not_appended(run_with_a_head):
+    head = AuditHead.objects.get(chain=run_with_a_head.pk).last_hash
+    nothing = ("UPDATE approvals_run SET status = status WHERE id = %s RETURNING id", [-1])
+    assert audit.record_many(run_with_a_head, [audit.Entry("resumed")], only_if=nothing) == []
+    assert AuditEvent.objects.filter(chain=run_with_a_head.pk).count() == 1
+    assert AuditHead.objects.get(chain=run_with_a_head.pk).last_hash == head
+
+
+def test_an_event_whose_guard_returns_a_row_is_appended_after_it(run_with_a_head):
+    touched = ("UPDATE approvals_run SET status = 'waiting' WHERE id = %s RETURNING id", [run_with_a_head.pk])
+    [event] = audit.record_many(run_with_a_head, [audit.Entry("resumed")], only_if=touched)
+    run_with_a_head.refresh_from_db()
+    assert run_with_a_head.status == "waiting" and AuditEvent.objects.get(pk=event.pk).hash == event.hash
+    assert audit.verify().ok
