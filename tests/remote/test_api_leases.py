@@ -116,6 +116,20 @@ def test_a_lapsed_claim_on_a_tool_declared_idempotent_is_claimed_again(agent, re
     assert again["claimed"] is True and again["call"]["decision"]["execution_key"] == key(call)["execution_key"]
 
 
+def test_an_agent_that_claims_a_lapsed_idempotent_call_before_the_sweep_releases_it_in_the_trail_once(agent, reviewer):
+    call = approved_call(agent, reviewer, idempotent=True)
+    assert agent.post(f"/calls/{call['id']}/claim", key(call)).json()["claimed"] is True
+    ToolCall.objects.filter(pk=call["id"]).update(lease_expires_at=later(-1))  # lapsed, no sweep yet
+
+    again = agent.post(f"/calls/{call['id']}/claim", key(call)).json()
+
+    assert again["claimed"] is True
+    released = AuditEvent.objects.filter(tool_call_id=call["id"], kind="lease_lapsed")
+    assert [event.payload["released"] for event in released] == [True]
+    assert services.sweep_apply(now=timezone.now())["released"] == 0  # the sweep finds nothing left to release
+    assert AuditEvent.objects.filter(tool_call_id=call["id"], kind="executing").count() == 2
+
+
 def test_what_a_reviewer_says_it_did_reaches_the_agent_as_the_result(claimed, reviewer):
     agent, call = claimed
     services.sweep_apply(now=later(60))
