@@ -25,29 +25,31 @@ from approvals.models import HASHED_FIELDS, AuditEvent, AuditHead
 
 _LOCK = "SELECT id, last_hash FROM approvals_audithead WHERE chain = %s"
 
-_APPEND = """
+# The events' rows, inserted by the first part of each statement below.
+_APPENDED = """
 WITH appended AS (
     INSERT INTO approvals_auditevent
         (run_id, tool_call_id, kind, actor_id, actor_label, payload, created_at, prev_hash, hash, chain)
     VALUES {rows}
     RETURNING id
-), moved AS (
+)"""
+_APPEND = (
+    _APPENDED
+    + """, moved AS (
     UPDATE approvals_audithead SET last_hash = %s, seq = seq + %s, anchored = false WHERE id = %s
 )
 SELECT id FROM appended ORDER BY id
 """
+)
 # A new chain (its run inserted in the same transaction): the events and the chain's head row, one statement.
-_START = """
-WITH appended AS (
-    INSERT INTO approvals_auditevent
-        (run_id, tool_call_id, kind, actor_id, actor_label, payload, created_at, prev_hash, hash, chain)
-    VALUES {rows}
-    RETURNING id
-), started AS (
+_START = (
+    _APPENDED
+    + """, started AS (
     INSERT INTO approvals_audithead (chain, last_hash, seq, anchored) VALUES (%s, %s, %s, false)
 )
 SELECT id FROM appended ORDER BY id
 """
+)
 _ROW = "(%s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s)"
 
 _APPEND_ONE = """
