@@ -10,7 +10,7 @@
 - sweep: every stuck run taken further, or failed with the reason
 - execution: an approved call run exactly once, exactly as approved
 - leases: a claim on an execution renewed while it runs; a lapsed one released or "outcome unknown" (and what
-  another claimant needs: lease_until, is_idempotent, lapsed_calls)
+  another claimant needs: lease_until, lease_retake)
 - outcomes: a person settles an outcome-unknown call (it ran, run it now, fail the run)
 - undo, previews (dry run, an edit's changes), shadow rules (and a learned rule added and replayed), errors
 
@@ -34,7 +34,14 @@ from .errors import (
 )
 from .execution import EXECUTABLE, runnable_calls, toolcall_claim, toolcall_execute
 from .gate import ProposedCall, model_reply_record, step_record
-from .leases import Renewing, is_idempotent, lapsed_calls, lease_lapse, lease_renew, lease_until, leases_lapse
+from .leases import (
+    Renewing,
+    lease_lapse,
+    lease_renew,
+    lease_retake,
+    lease_until,
+    leases_lapse,
+)
 from .outcomes import toolcall_settle
 from .previews import toolcall_edit_changes, toolcall_preview
 from .questions import AnswerRefused, question_from_agent, toolcall_answer
@@ -76,10 +83,9 @@ __all__ = [
     "WarningNotAcknowledged",
     "deadlines_apply",
     "expire_overdue",
-    "is_idempotent",
-    "lapsed_calls",
     "learned_rule_add",
     "lease_lapse",
+    "lease_retake",
     "lease_renew",
     "lease_until",
     "Renewing",

@@ -17,7 +17,7 @@ from ..planted import planted
 from ..tools import Arguments, ArgumentsInvalid, Ask, Tool, ToolContext, registry
 from .deadlines import set_deadline
 from .decisions import counted_approvals, effective_group
-from .leases import Renewing, is_idempotent, lapsed_calls, lease_renew, lease_until
+from .leases import Renewing, lease_renew, lease_retake, lease_until
 from .questions import question_from_execution
 from .steps import run_tool_body
 from .transcript import record_output
@@ -42,8 +42,8 @@ def _take(call: ToolCall) -> bool:
     fields = {"status": ToolCall.Status.EXECUTING, "claimed_at": now, "lease_expires_at": until}
     fresh = ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED)
     won = fresh.update(**fields)
-    if not won and call.status == ToolCall.Status.EXECUTING and is_idempotent(call):
-        won = lapsed_calls(now=now).filter(pk=call.pk).update(**fields)
+    if not won:
+        won = lease_retake(call=call, fields=fields, now=now)
     if won:
         call.status, call.claimed_at, call.lease_expires_at = ToolCall.Status.EXECUTING, now, until
     return bool(won)

@@ -106,6 +106,19 @@ def _fresh_facts(call: ToolCall) -> tuple[dict, dict]:
     return fresh, changes
 
 
+def lease_retake(*, call: ToolCall, fields: dict, now: datetime) -> bool:
+    """Claim again, with `fields`, an idempotent call whose lease lapsed (read as `call`): released in the trail as
+    the sweep's lease_lapse() releases it, so the trail says the same whichever of the two comes first. False
+    when it is not such a call, or another claimant, its reporter or the sweep came first."""
+    if call.status != ToolCall.Status.EXECUTING or not is_idempotent(call):
+        return False
+    if not lapsed_calls(now=now).filter(pk=call.pk, claimed_at=call.claimed_at).update(**fields):
+        return False
+    payload = {"claimed_at": call.claimed_at, "lease_expired_at": call.lease_expires_at, "released": True}
+    audit.record(audit.AuditEvent.Kind.LEASE_LAPSED, tool_call=call, payload=payload)
+    return True
+
+
 @transaction.atomic
 def lease_lapse(*, call: ToolCall, now: datetime | None = None) -> str:
     """Settle one lapsed claim: "released" (idempotent: to be claimed again), "unknown" (a person says what

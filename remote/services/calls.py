@@ -192,19 +192,12 @@ def _check_key(call: ToolCall, key: str, *, reporting: bool = False) -> None:
 
 
 def _take(call: ToolCall) -> bool:
-    """The claim for one lease: an approved call, or an idempotent tool's call whose lease lapsed. Taking a lapsed
-    one releases it as the sweep would have, in the trail alike, whichever of the two comes first."""
+    """The claim for one lease: an approved call, or an idempotent tool's call whose lease lapsed."""
     now = timezone.now()
     fields = {"status": ToolCall.Status.EXECUTING, "claimed_at": now, "lease_expires_at": services.lease_until(now)}
     if ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.APPROVED).update(**fields):
         return True
-    if call.status != ToolCall.Status.EXECUTING or not services.is_idempotent(call):
-        return False
-    if not services.lapsed_calls(now=now).filter(pk=call.pk, claimed_at=call.claimed_at).update(**fields):
-        return False
-    lapsed = {"claimed_at": call.claimed_at, "lease_expired_at": call.lease_expires_at, "released": True}
-    audit.record(audit.AuditEvent.Kind.LEASE_LAPSED, tool_call=call, payload=lapsed)
-    return True
+    return services.lease_retake(call=call, fields=fields, now=now)
 
 
 def call_claim(*, agent: RemoteAgent, call_id: int, key: str) -> tuple[bool, ToolCall]:

@@ -108,6 +108,20 @@ def test_an_idempotent_tool_whose_claim_lapsed_runs_once_more_with_the_same_key(
     assert Refund.objects.get().idempotency_key == call.idempotency_key
 
 
+def test_a_worker_that_takes_a_lapsed_idempotent_call_before_the_sweep_releases_it_in_the_trail_once(
+    make_run, reviewer
+):
+    call = claimed_refund(make_run, reviewer)
+    ToolCall.objects.filter(pk=call.pk).update(lease_expires_at=later(-1))  # lapsed, no sweep yet
+
+    loop.advance(call.run_id)  # the worker takes it again at once
+
+    assert ToolCall.objects.get(pk=call.pk).status == ToolCall.Status.EXECUTED
+    released = AuditEvent.objects.filter(tool_call=call, kind="lease_lapsed")
+    assert [event.payload["released"] for event in released] == [True]
+    assert services.sweep_apply(now=later(60))["released"] == 0
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_long_body_keeps_its_claim_past_the_lease(make_run, reviewer, settings, monkeypatch, refund_not_idempotent):
     settings.EXECUTION_LEASE_SECONDS = 1
