@@ -104,16 +104,22 @@ def record_many(
     if new_chain:
         _link(events, GENESIS_HASH)
         audit_store.append(events, None, chain=chain)
-    else:
-        done = audit_store.append_one(events[0], only_if=only_if) if len(events) == 1 else None  # None: not done
-        if done == (False, False):
-            return []  # the guard returned no row
-        guard = only_if if done is None else audit_store.NO_GUARD  # else it ran already, but the chain had no head
-        if done != (True, True) and not _append_locked(events, chain, guard):
-            return []
+    elif not _append(events, chain, only_if):
+        return []
     for event in events:
         observers.event_recorded(event)
     return events
+
+
+def _append(events: list[AuditEvent], chain: int, only_if: tuple[str, list]) -> bool:
+    """Append to an existing chain: one event in one statement where store.append_one() can, else locked in a
+    transaction. False when the guard returned no row."""
+    if len(events) == 1 and (done := audit_store.append_one(events[0], only_if=only_if)) is not None:
+        guard_passed, appended = done
+        if not guard_passed or appended:
+            return guard_passed
+        only_if = audit_store.NO_GUARD  # the guard ran and passed, but the chain had no head row yet
+    return _append_locked(events, chain, only_if)
 
 
 @transaction.atomic(savepoint=False)
