@@ -119,8 +119,7 @@ def _take_turn(run: Run, messages: list[Message]) -> bool | None:
 
 def _run_approved_first(run_id: int) -> None:
     """Approved calls first, before anything else is read: a decision's resumption waits for nothing else."""
-    runnable = services.runnable_calls(run_id=run_id, run__status__in=Run.ACTIVE, kind__in=services.EXECUTABLE)
-    for call in runnable.order_by("pk"):
+    for call in services.approved_in_run(run_id):
         services.toolcall_execute(call=call, loaded=True)
 
 

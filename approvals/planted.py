@@ -7,6 +7,7 @@ registers here when Django starts, and approvals/ asks here, never importing it.
   waits, so the sweep never finds it stuck.
 - settle(call, decision): a decision on a practice call is scored and told, instead of applied.
 - hide(queryset): the calls an agent may be shown, without practice calls.
+- runs_sql(): a SELECT of the practice runs' ids, for the hand-written read of services/runnable.py ("" for none).
 - feedback(call_id): once a practice call is decided, what its reviewer is told ("" for any other call).
 """
 
@@ -24,10 +25,11 @@ class Planted:
         self._hide: Callable = lambda queryset: queryset
         self._feedback: Callable[[int], str] = lambda call_id: ""
         self._finish_run: Callable[[int], None] = lambda run_id: None
+        self._runs_sql: Callable[[], str] = lambda: ""
 
-    def register(self, *, is_practice_run, settle, hide, feedback, finish_run):
+    def register(self, *, is_practice_run, settle, hide, feedback, finish_run, runs_sql):
         self._is_practice_run, self._settle, self._hide = is_practice_run, settle, hide
-        self._feedback, self._finish_run = feedback, finish_run
+        self._feedback, self._finish_run, self._runs_sql = feedback, finish_run, runs_sql
 
     def is_practice_run(self, run_id: int) -> bool:
         return bool(self._is_practice_run(run_id))
@@ -43,6 +45,9 @@ class Planted:
 
     def hide(self, queryset):
         return self._hide(queryset)
+
+    def runs_sql(self) -> str:
+        return self._runs_sql()
 
     def feedback(self, call_id: int) -> str:
         return self._feedback(call_id)

@@ -17,4 +17,5 @@ class PracticeConfig(AppConfig):
             hide=guard.without_practice,
             feedback=services.feedback_for,
             finish_run=services.practice_run_finish,
+            runs_sql=guard.runs_sql,
         )

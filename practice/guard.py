@@ -12,3 +12,8 @@ def is_practice_run(run_id: int) -> bool:
 def without_practice(queryset):
     """Tool calls without the practice calls: what an agent may ever be shown."""
     return queryset.exclude(run__in=PracticeCall.objects.values("run_id"))
+
+
+def runs_sql() -> str:
+    """without_practice()'s runs as SQL, for a read written by hand (approvals/services/runnable.py)."""
+    return f"SELECT run_id FROM {PracticeCall._meta.db_table}"

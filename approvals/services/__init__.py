@@ -8,7 +8,7 @@
 - claims: "being reviewed by X"
 - deadlines: warn, escalate, expire
 - sweep: every stuck run taken further, or failed with the reason
-- execution: an approved call run exactly once, exactly as approved
+- execution: an approved call run exactly once, exactly as approved; runnable: the approved calls as it reads them
 - leases: a claim on an execution renewed while it runs; a lapsed one released or "outcome unknown" (and what
   another claimant needs: lease_until, lease_retake)
 - outcomes: a person settles an outcome-unknown call (it ran, run it now, fail the run)
@@ -32,7 +32,7 @@ from .errors import (
     UndoError,
     WarningNotAcknowledged,
 )
-from .execution import EXECUTABLE, runnable_calls, toolcall_claim, toolcall_execute
+from .execution import toolcall_claim, toolcall_execute
 from .gate import ProposedCall, model_reply_record, step_record
 from .leases import (
     Renewing,
@@ -45,6 +45,7 @@ from .leases import (
 from .outcomes import toolcall_settle
 from .previews import toolcall_edit_changes, toolcall_preview
 from .questions import AnswerRefused, question_from_agent, toolcall_answer
+from .runnable import EXECUTABLE, approved_in_run, runnable_calls
 from .runs import (
     request_resume,
     run_begin_turn,
@@ -108,6 +109,7 @@ __all__ = [
     "run_stall",
     "run_take_further",
     "runnable_calls",
+    "approved_in_run",
     "step_is_answered",
     "step_record",
     "stuck_runs",

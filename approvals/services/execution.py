@@ -4,7 +4,6 @@ import logging
 from dataclasses import dataclass, field
 
 from django.db import connection, transaction
-from django.db.models import QuerySet
 from django.utils import timezone
 
 from approvals import audit, live, policy
@@ -19,6 +18,7 @@ from .deadlines import set_deadline
 from .decisions import counted_approvals, effective_group
 from .leases import Renewing, lease_renew, lease_retake, lease_until
 from .questions import question_from_execution
+from .runnable import EXECUTABLE, runnable_calls
 from .steps import run_tool_body
 from .transcript import record_output
 
@@ -134,18 +134,6 @@ def _return_to_queue(call: ToolCall, back: Return) -> None:
     payload = {"reason": back.reason, "changes": back.changes, "round": fields.get("review_round", call.review_round)}
     audit.record(audit.AuditEvent.Kind.RETURNED, tool_call=call, payload=payload)
     live.call_changed(call.pk)
-
-
-EXECUTABLE = (ToolCall.Kind.CALL, ToolCall.Kind.CHECKPOINT)  # what runs a tool body once approved
-
-
-def runnable_calls(**where) -> QuerySet[ToolCall]:
-    """Approved (or abandoned executing) calls as toolcall_execute(loaded=True) takes them: with their run, the
-    policy's stamp and their decisions, read in two statements however many there are. Practice calls are left
-    out (approvals/planted.py): they are never executed."""
-    calls = ToolCall.objects.filter(status__in=ToolCall.RUNNABLE, **where).select_related("run")
-    calls = planted.hide(calls).annotate(policy_stamp=policy_snapshot.stamp_read_with())
-    return calls.prefetch_related(ToolCall.decisions_prefetch())
 
 
 def toolcall_execute(*, call: ToolCall, loaded: bool = False) -> bool:

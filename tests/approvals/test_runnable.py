@@ -1,0 +1,79 @@
+"""The resumption's hand-written read (services.approved_in_run) is the ORM's runnable_calls(), row for row and field
+for field, on whichever database the suite runs (PostgreSQL here; `DATABASE_URL=sqlite://:memory:` for SQLite)."""
+
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from approvals import services
+from approvals.models import Decision, Run, ToolCall
+from practice.models import PracticeCall
+
+REFUND = "Order A-1002 arrived broken. Please refund $35."
+
+
+def orm_read(run_id: int) -> list[ToolCall]:
+    calls = services.runnable_calls(run_id=run_id, run__status__in=Run.ACTIVE, kind__in=services.EXECUTABLE)
+    return list(calls.order_by("pk"))
+
+
+def values(instance) -> list:
+    return [getattr(instance, field.attname) for field in type(instance)._meta.concrete_fields]
+
+
+def assert_same(got: list[ToolCall], expected: list[ToolCall]) -> None:
+    assert [call.pk for call in got] == [call.pk for call in expected]
+    for mine, theirs in zip(got, expected, strict=True):
+        assert values(mine) == values(theirs)
+        assert mine.policy_stamp == theirs.policy_stamp
+        assert values(mine.run) == values(theirs.run)
+        assert [values(d) for d in mine.loaded_decisions] == [values(d) for d in theirs.loaded_decisions]
+        mine_reviewers = [d.reviewer and values(d.reviewer) for d in mine.loaded_decisions]
+        assert mine_reviewers == [d.reviewer and values(d.reviewer) for d in theirs.loaded_decisions]
+        assert all(d.tool_call is mine for d in mine.loaded_decisions)
+
+
+def approved(make_run, reviewer) -> ToolCall:
+    run = make_run(REFUND)
+    call = run.tool_calls.get(status=ToolCall.Status.PENDING)
+    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
+    return ToolCall.objects.get(pk=call.pk)
+
+
+def test_an_approved_call_is_read_as_the_orm_reads_it_in_two_statements(make_run, reviewer, reviewer2):
+    call = approved(make_run, reviewer)
+    # an earlier round's approval by another reviewer, and one with no reviewer left: all read, in order
+    earlier = {"tool_call": call, "round": 0, "final": False}
+    Decision.objects.create(**earlier, reviewer=reviewer2, verdict="approve", arguments_hash="x")
+    Decision.objects.create(**earlier, reviewer=None, verdict="expire", arguments_hash="")
+    with CaptureQueriesContext(connection) as queries:
+        got = services.approved_in_run(call.run_id)
+    assert len(queries.captured_queries) == 2
+    assert got[0].final_decision().reviewer == reviewer
+    assert len(got[0].loaded_decisions) == 3
+    assert_same(got, orm_read(call.run_id))
+    with CaptureQueriesContext(connection) as queries:  # everything the execution reads was read with it
+        got[0].run.advancer, got[0].final_decision().reviewer.is_superuser, got[0].round_approvals()
+    assert queries.captured_queries == []
+
+
+def test_an_abandoned_claim_is_read_and_what_never_runs_is_left_out(make_run, reviewer):
+    call = approved(make_run, reviewer)
+    ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.EXECUTING, claimed_at=call.created_at)
+    got = services.approved_in_run(call.run_id)
+    assert_same(got, orm_read(call.run_id))
+    assert got[0].status == ToolCall.Status.EXECUTING and got[0].claimed_at == call.created_at
+
+    ToolCall.objects.filter(pk=call.pk).update(kind=ToolCall.Kind.QUESTION)  # settled by its answer, never run
+    assert services.approved_in_run(call.run_id) == [] == orm_read(call.run_id)
+
+
+def test_a_practice_call_and_a_finished_run_are_left_out(make_run, reviewer):
+    call = approved(make_run, reviewer)
+    PracticeCall.objects.create(
+        run=call.run, tool_call=call, source=call, tool_name=call.tool_name, mistake="x", explanation="a test"
+    )
+    assert services.approved_in_run(call.run_id) == [] == orm_read(call.run_id)
+
+    other = approved(make_run, reviewer)
+    Run.objects.filter(pk=other.run_id).update(status=Run.Status.CANCELLED)
+    assert services.approved_in_run(other.run_id) == [] == orm_read(other.run_id)
