@@ -5,10 +5,10 @@
 
 It starts one Celery worker (threads pool, the tools, turns and default queues of a
 queue name of its own) on PostgreSQL and Redis, and the demo model server for the turn
-that follows. For each sample: a run with HISTORY transcript messages and one call
-waiting for review; a reviewer approves it (services.toolcall_decide, as the queue
-page does); the time is taken when the decision commits and again on the first line
-of the tool body (bench/resume_tool.py, through Redis). A few samples warm up first.
+that follows. For each sample: a run with HISTORY transcript messages and one call waiting for review; 0.1 s later
+(the proposal's own notification task has run by then, as it has by the time any person decides) a reviewer
+approves it (services.toolcall_decide, as the queue page does); the time is taken when the decision commits and
+again on the first line of the tool body (bench/resume_tool.py, through Redis). A few samples warm up first.
 
 The floor is measured in turns with it, sample by sample, so a busy machine weighs on both alike: a bare
 Celery task on the same broker, worker, queue and task options that only notes the time (publish → body),
@@ -33,6 +33,7 @@ from bench.peers.walbytes import latency  # noqa: E402
 
 QUEUE = "bench-resume"
 TRACE = "--trace" in sys.argv
+SETTLE = 0.1  # seconds between a proposal and its decision (see sample())
 
 
 def parse_args():
@@ -84,6 +85,9 @@ def sample(history: int, reviewer, redis_client) -> float:
     from approvals.models import Run
 
     run, call = waiting_run(history, reviewer)
+    # Nobody decides within milliseconds of a proposal: its notification task (ops/tasks.call_waiting) has run on the
+    # worker by then. Deciding at once timed the resumption against that task on the worker's other thread.
+    time.sleep(SETTLE)
     key = f"bench-resume-{run.pk}"
     redis_client.delete(key, f"bench-task-{run.pk}")  # left by an earlier run on another database, say
     committed: list[float] = []
