@@ -1,6 +1,6 @@
 """The app configs: approvals itself, and the admin site every app registers with.
 
-The admin site is Django's, with every ModelAdmin registered on it made to ask approvals/access.py whether the
+The admin site is Django's, with every ModelAdmin registered on it made to ask approvals/access/ whether the
 user may change anything (approvals/admin/auditors.py). INSTALLED_APPS names AdminConfig instead of
 django.contrib.admin, so `admin.site` is this site for every app, Django's auth included. It lives here, not in
 approvals/admin/, because INSTALLED_APPS imports it before the models are loaded."""

@@ -1,5 +1,5 @@
 """The admin: per tool (and optionally group), whether practice calls are planted, how often, which mistakes;
-and the practice calls themselves, listed only as approvals/access.py allows (undecided ones: the dedicated
+and the practice calls themselves, listed only as approvals/access/ allows (undecided ones: the dedicated
 permission only)."""
 
 from django import forms

@@ -103,7 +103,7 @@ SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 
 INSTALLED_APPS = [
     "daphne",
-    "approvals.apps.AdminConfig",  # django.contrib.admin, whose every ModelAdmin asks approvals/access.py
+    "approvals.apps.AdminConfig",  # django.contrib.admin, whose every ModelAdmin asks approvals/access/
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

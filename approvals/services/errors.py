@@ -29,7 +29,7 @@ class NotAllowed(DecisionError):
 
 
 def require(verdict: tuple[bool, str]) -> None:
-    """Go on only if an access rule (approvals/access.py) allowed it: `require(access.can_undo(user, call))`."""
+    """Go on only if an access rule (approvals/access/) allowed it: `require(access.can_undo(user, call))`."""
     allowed, why = verdict
     if not allowed:
         raise NotAllowed(why)

@@ -1,6 +1,6 @@
 """Who may see and act on runs: retry, cancel, undo, new runs, run pages and the runs list.
 
-The rules are approvals/access.py's; each is checked here at the door (the view)
+The rules are approvals/access/'s; each is checked here at the door (the view)
 and behind it (the service), so that a caller other than a view is held to them too.
 """
 

@@ -1,5 +1,5 @@
 """Auditors change nothing in any admin, whatever else they hold (even superuser): every ModelAdmin registered on
-the admin site, the shop's and Django's own user admin included, asks approvals/access.py (may_change_in_admin)."""
+the admin site, the shop's and Django's own user admin included, asks approvals/access/ (may_change_in_admin)."""
 
 from decimal import Decimal
 

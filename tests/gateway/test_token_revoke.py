@@ -1,4 +1,4 @@
-"""A leaked agent token is revoked from the admin's changelist action, by who may revoke (approvals/access.py);
+"""A leaked agent token is revoked from the admin's changelist action, by who may revoke (approvals/access/);
 from then on every agent API endpoint and the MCP gateway answer it 401."""
 
 import asyncio

@@ -6,6 +6,7 @@ import pytest
 
 from approvals import access, services
 from approvals.models import AuditEvent, ToolCall
+from approvals.planted import planted
 from gateway import services as gateway_services
 from practice.models import PracticeCall
 from remote import services as remote_services
@@ -43,7 +44,7 @@ def test_the_agent_api_neither_reads_nor_claims_a_practice_call(approved_then_pr
 
 def test_the_remote_claim_refuses_a_practice_call_even_when_it_is_found(approved_then_practice, monkeypatch):
     agent, call, key = approved_then_practice
-    monkeypatch.setattr(access.planted, "_hide", lambda queryset: queryset)  # as if the list forgot to hide it
+    monkeypatch.setattr(planted, "_hide", lambda queryset: queryset)  # as if the list forgot to hide it
 
     with pytest.raises(Conflict):
         remote_services.call_claim(agent=agent.agent, call_id=call.pk, key=key)
