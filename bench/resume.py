@@ -210,14 +210,10 @@ HEALTH_CHECK = (
 )
 WHY = [
     (
-        'FROM "approvals_decision"',
-        "its decisions: the final one's argument hash binds what runs to what was "
-        "approved, and the approvals are counted again if policy changed",
-    ),
-    (
         'FROM "approvals_toolcall"',
-        "the approved call with its run, the policy's stamp and the practice check, one "
-        "read: same tool and arguments as approved, policy evaluated again, a practice call never runs",
+        "the approved call with its run, the policy's stamp, its decisions and the practice check, one read by SQL "
+        "built once per process (services/runnable.py): same tool and arguments as approved (the final decision's "
+        "argument hash), policy evaluated again, approvals counted again if policy changed, a practice call never runs",
     ),
     (
         "WITH guard AS (UPDATE",

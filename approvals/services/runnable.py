@@ -1,9 +1,9 @@
 """The approved calls as their execution reads them: with their run, the policy's stamp and their decisions.
 
 runnable_calls() is the queryset, for every reader. approved_in_run() is the same read for the one that waits on it
-most, a run resumed after a decision (agents/loop.py): its two statements are written by hand and built once per
-process and database, because the ORM spent about 3 ms of Python compiling them and building their rows on every
-resumption (the database runs both in about 0.7 ms). tests/approvals/test_runnable.py holds the two reads equal.
+most, a run resumed after a decision (agents/loop.py): one statement written by hand and built once per process and
+database, because the ORM spent about 3 ms of Python compiling its two statements and building their rows on every
+resumption (the database ran both in about 0.7 ms). tests/approvals/test_runnable.py holds the two reads equal.
 """
 
 from functools import lru_cache
@@ -39,40 +39,42 @@ def _reviewer() -> Columns:
 
 
 def approved_in_run(run_id: int) -> list[ToolCall]:
-    """runnable_calls(run_id=run_id, run__status__in=Run.ACTIVE, kind__in=EXECUTABLE), oldest first, in the same
-    two statements, with each call's run, `policy_stamp` and `loaded_decisions` (their reviewers with them)."""
+    """runnable_calls(run_id=run_id, run__status__in=Run.ACTIVE, kind__in=EXECUTABLE), oldest first, in one
+    statement: each call with its run, `policy_stamp` and `loaded_decisions` (their reviewers with them), one row
+    per decision (a call without any has one row, its decision's columns empty)."""
     db = connections[DEFAULT_DB_ALIAS]  # this thread's connection itself (the proxy is not hashable)
-    calls_sql, decisions_sql = _statements(db)
     with db.cursor() as cursor:
-        cursor.execute(calls_sql, [*ToolCall.RUNNABLE, *EXECUTABLE, *Run.ACTIVE, run_id])
-        calls = [_call(row, db) for row in cursor.fetchall()]
-        if not calls:
-            return []
-        ids = [call.pk for call in calls]
-        cursor.execute(f"{decisions_sql} WHERE d.tool_call_id IN ({_marks(ids)}) ORDER BY d.created_at, d.id", ids)
+        cursor.execute(_statement(db), [*ToolCall.RUNNABLE, *EXECUTABLE, *Run.ACTIVE, run_id])
         rows = cursor.fetchall()
-    by_id = {call.pk: call for call in calls}
-    for call in calls:
-        call.loaded_decisions = []
+    calls: dict[int, ToolCall] = {}
     for row in rows:
-        decision = DECISION.build(row, 0, db)
-        decision.reviewer = _reviewer().build(row, DECISION.width, db) if row[DECISION.width] else None
-        decision.tool_call = call = by_id[decision.tool_call_id]
-        call.loaded_decisions.append(decision)
-    return calls
+        call = calls.get(row[0])
+        if call is None:
+            call = calls[row[0]] = _call(row, db)
+        if row[DECIDED] is not None:
+            decision = DECISION.build(row, DECIDED, db)
+            reviewer = row[DECIDED + DECISION.width]
+            decision.reviewer = _reviewer().build(row, DECIDED + DECISION.width, db) if reviewer is not None else None
+            decision.tool_call = call
+            call.loaded_decisions.append(decision)
+    return list(calls.values())
+
+
+DECIDED = CALL.width + 1 + RUN.width  # where a row's decision starts: after the call, the stamp and the run
 
 
 def _call(row, db) -> ToolCall:
     call = CALL.build(row, 0, db)
     call.policy_stamp = row[CALL.width]
     call.run = RUN.build(row, CALL.width + 1, db)
+    call.loaded_decisions = []
     return call
 
 
-_BUILT: dict[str, tuple[str, str]] = {}  # per database vendor
+_BUILT: dict[str, str] = {}  # per database vendor
 
 
-def _statements(db) -> tuple[str, str]:
+def _statement(db) -> str:
     if db.vendor not in _BUILT:
         _BUILT[db.vendor] = _build(db.ops.quote_name)
     return _BUILT[db.vendor]
@@ -82,21 +84,18 @@ def _marks(values) -> str:
     return ", ".join(["%s"] * len(values))
 
 
-def _build(quote) -> tuple[str, str]:
-    """The calls' statement, and the decisions' up to its WHERE (it takes one parameter per call)."""
+def _build(quote) -> str:
     practice = planted.runs_sql()  # the practice runs' ids: their calls never run
     hidden = f" AND NOT (c.run_id IN ({practice}))" if practice else ""
-    calls = (
+    users = quote(_reviewer().model._meta.db_table)
+    return (
         f"SELECT {CALL.select(quote)},"
         f" (SELECT s.stamp FROM {quote(PolicyStamp._meta.db_table)} s WHERE s.id = 1) AS policy_stamp,"
-        f" {RUN.select(quote)}"
+        f" {RUN.select(quote)}, {DECISION.select(quote)}, {_reviewer().select(quote)}"
         f" FROM {quote(ToolCall._meta.db_table)} c INNER JOIN {quote(Run._meta.db_table)} r ON c.run_id = r.id"
+        f" LEFT OUTER JOIN {quote(Decision._meta.db_table)} d ON d.tool_call_id = c.id"
+        f" LEFT OUTER JOIN {users} u ON d.reviewer_id = u.id"
         f" WHERE c.status IN ({_marks(ToolCall.RUNNABLE)}) AND c.kind IN ({_marks(EXECUTABLE)})"
-        f" AND r.status IN ({_marks(Run.ACTIVE)}) AND c.run_id = %s{hidden} ORDER BY c.id"
+        f" AND r.status IN ({_marks(Run.ACTIVE)}) AND c.run_id = %s{hidden}"
+        " ORDER BY c.id, d.created_at, d.id"
     )
-    users = quote(_reviewer().model._meta.db_table)
-    decisions = (
-        f"SELECT {DECISION.select(quote)}, {_reviewer().select(quote)}"
-        f" FROM {quote(Decision._meta.db_table)} d LEFT OUTER JOIN {users} u ON d.reviewer_id = u.id"
-    )
-    return calls, decisions

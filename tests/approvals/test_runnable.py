@@ -39,7 +39,7 @@ def approved(make_run, reviewer) -> ToolCall:
     return ToolCall.objects.get(pk=call.pk)
 
 
-def test_an_approved_call_is_read_as_the_orm_reads_it_in_two_statements(make_run, reviewer, reviewer2):
+def test_an_approved_call_is_read_as_the_orm_reads_it_in_one_statement(make_run, reviewer, reviewer2):
     call = approved(make_run, reviewer)
     # an earlier round's approval by another reviewer, and one with no reviewer left: all read, in order
     earlier = {"tool_call": call, "round": 0, "final": False}
@@ -47,13 +47,25 @@ def test_an_approved_call_is_read_as_the_orm_reads_it_in_two_statements(make_run
     Decision.objects.create(**earlier, reviewer=None, verdict="expire", arguments_hash="")
     with CaptureQueriesContext(connection) as queries:
         got = services.approved_in_run(call.run_id)
-    assert len(queries.captured_queries) == 2
+    assert len(queries.captured_queries) == 1
     assert got[0].final_decision().reviewer == reviewer
     assert len(got[0].loaded_decisions) == 3
     assert_same(got, orm_read(call.run_id))
     with CaptureQueriesContext(connection) as queries:  # everything the execution reads was read with it
         got[0].run.advancer, got[0].final_decision().reviewer.is_superuser, got[0].round_approvals()
     assert queries.captured_queries == []
+
+
+def test_two_approved_calls_of_a_run_each_come_with_their_own_decisions(make_run, reviewer, reviewer2):
+    first = approved(make_run, reviewer)
+    second = ToolCall.objects.get(pk=first.pk)
+    second.pk, second.call_id = None, "call_second"
+    second.save()
+    Decision.objects.create(tool_call=second, reviewer=reviewer2, verdict="approve", arguments_hash="y", round=0)
+    got = services.approved_in_run(first.run_id)
+    assert [len(call.loaded_decisions) for call in got] == [1, 1]
+    assert got[1].loaded_decisions[0].reviewer == reviewer2
+    assert_same(got, orm_read(first.run_id))
 
 
 def test_an_abandoned_claim_is_read_and_what_never_runs_is_left_out(make_run, reviewer):
