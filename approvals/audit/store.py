@@ -77,8 +77,8 @@ NO_GUARD: tuple[str, list] = ("SELECT", [])
 
 # The same statement without a guard, prepared once per connection: parsing and planning it took PostgreSQL about
 # 200 us per event, more than running it (bench/README.md). A prepared statement outlives a rolled-back
-# transaction, and PostgreSQL plans it again by itself after a schema change; it is not shared between
-# connections (so not usable through a transaction-pooling proxy that moves sessions between connections).
+# transaction, and PostgreSQL plans it again by itself after a schema change; it lives in its connection, so a
+# pooler in front of PostgreSQL must keep a session on one server connection (no transaction pooling).
 _APPEND_ONE_NAME = "reviewhub_audit_append_one"
 _PREPARE_APPEND_ONE = f"""
 PREPARE {_APPEND_ONE_NAME} (bigint, text, text, bigint, bigint, text, integer, text, jsonb, timestamptz) AS
