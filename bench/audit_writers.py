@@ -7,6 +7,8 @@ Each writer is a process with its own connection and its own run (as agents and
 reviewers acting on different runs are), looping: begin, 2 ms of other work,
 record one event, commit. `--global-lock` also locks one shared row first in each
 transaction, the write path before chains were per run, for comparison in the same run.
+`--floor` inserts one row into a plain table with one index (its primary key) instead of the
+event: the cheapest write transaction, measured the same way.
 It also prints the CPU time each event costs, the writer's and its PostgreSQL backend's
 (read from /proc, so on Linux with the server on the same machine): the machine's cores
 divided by that is the most events per second any number of writers can reach here.
@@ -32,6 +34,7 @@ def parse_args():
     parser.add_argument("--work-ms", type=float, default=2.0)
     parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", DEFAULT_DB))
     parser.add_argument("--global-lock", action="store_true", help="lock one shared row too, as before")
+    parser.add_argument("--floor", action="store_true", help="one row into a plain table instead of an event")
     parser.add_argument("--json", action="store_true")
     return parser.parse_args()
 
@@ -45,7 +48,11 @@ def cpu_seconds(pid: int | None = None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def writer(run_id: int, stop, counts, cpu, slot: int, work: float, start, global_lock: bool) -> None:
+FLOOR_TABLE = "CREATE TABLE IF NOT EXISTS bench_floor (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, n bigint)"
+FLOOR_INSERT = "INSERT INTO bench_floor (n) VALUES (%s)"
+
+
+def writer(run_id: int, stop, counts, cpu, slot: int, work: float, start, global_lock: bool, floor: bool) -> None:
     from django.db import connection, transaction
 
     from approvals import audit
@@ -64,18 +71,24 @@ def writer(run_id: int, stop, counts, cpu, slot: int, work: float, start, global
                 if global_lock:
                     AuditHead.objects.select_for_update().get(chain=0)
                 time.sleep(work)
-                audit.record("resumed", run=run, payload={"n": counts[slot]})
+                if floor:
+                    with connection.cursor() as cursor:
+                        cursor.execute(FLOOR_INSERT, [counts[slot]])
+                else:
+                    audit.record("resumed", run=run, payload={"n": counts[slot]})
             counts[slot] += 1
         cpu[2 * slot], cpu[2 * slot + 1] = cpu_seconds() - before[0], cpu_seconds(backend) - before[1]
     finally:
         connection.close()
 
 
-def measure(writers: int, seconds: float, work_ms: float, global_lock: bool) -> float:
-    from django.db import connections
+def measure(writers: int, seconds: float, work_ms: float, global_lock: bool, floor: bool = False) -> dict:
+    from django.db import connection, connections
 
     from approvals import services
 
+    with connection.cursor() as cursor:
+        cursor.execute(FLOOR_TABLE)
     runs = [services.run_create(agent="support", request=f"writer {i}").pk for i in range(writers)]
     connections.close_all()  # each process opens its own
     fork = multiprocessing.get_context("fork")
@@ -83,7 +96,7 @@ def measure(writers: int, seconds: float, work_ms: float, global_lock: bool) -> 
     cpu = fork.Array("d", 2 * writers)  # per writer: its own CPU seconds, its PostgreSQL backend's
     args = (stop, counts, cpu)
     processes = [
-        fork.Process(target=writer, args=(runs[i], *args, i, work_ms / 1000, start, global_lock))
+        fork.Process(target=writer, args=(runs[i], *args, i, work_ms / 1000, start, global_lock, floor))
         for i in range(writers)
     ]
     for process in processes:
@@ -106,12 +119,16 @@ def measure(writers: int, seconds: float, work_ms: float, global_lock: bool) -> 
 def main():
     args = parse_args()
     setup_django(args.database_url)
-    results = {str(n): measure(n, args.seconds, args.work_ms, args.global_lock) for n in args.writers}
+    results = {str(n): measure(n, args.seconds, args.work_ms, args.global_lock, args.floor) for n in args.writers}
     if args.json:
         print(json.dumps(results))
         return
     base = results[str(args.writers[0])]["events_per_s"]
-    print("one shared row locked too (as before)" if args.global_lock else "a lock per run's chain")
+    if args.floor:
+        print("the floor: one row into a plain table with one index (no event)")
+    else:
+        print("one shared row locked too (as before)" if args.global_lock else "a lock per run's chain")
+    print(f"  load average {' / '.join(f'{load:.1f}' for load in os.getloadavg())}")
     cores = os.cpu_count() or 1
     for n, figures in results.items():
         rate, cpu = figures["events_per_s"], figures["client_cpu_ms"] + figures["server_cpu_ms"]

@@ -54,18 +54,20 @@ CUSTOMERS = [
 # the other tables' rows are kept in Seeder.rows and loaded afterwards, in this order.
 EVENT_COLUMNS = (
     "id", "run_id", "tool_call_id", "kind", "actor_id", "actor_label", "payload", "created_at", "prev_hash", "hash",
+    "chain",
 )  # fmt: skip
 ROW_COLUMNS = {
     "run": (
         "id", "public_id", "agent", "request", "requested_by_id", "status", "step_count", "max_steps", "thinking",
-        "last_error", "dry_run", "created_at", "updated_at", "finished_at",
+        "last_error", "dry_run", "created_at", "updated_at", "finished_at", "advanced_by",
     ),
     "message": ("id", "run_id", "seq", "role", "content", "tool_calls", "tool_call_id", "created_at"),
     "toolcall": (
         "id", "run_id", "message_id", "call_id", "tool_name", "arguments", "raw_arguments", "arguments_hash", "tier",
         "status", "policy", "required_approvals", "description", "facts", "reasoning", "user_request", "expires_at",
         "approved_arguments", "output", "output_recorded", "claimed_at", "executed_at", "created_at",
-        "edited_description", "review_round", "returned_reason", "changed_facts",
+        "edited_description", "review_round", "returned_reason", "changed_facts", "agent_facts", "kind", "question",
+        "revision",
     ),
     "decision": (
         "id", "tool_call_id", "reviewer_id", "verdict", "arguments", "arguments_hash", "reason", "final", "created_at",
@@ -87,7 +89,8 @@ class Seeder(CallLifecycle):
         self.start = datetime.now(UTC) - timedelta(days=days)
         self.interval = timedelta(days=days) / self.runs
         self.reviewers = reviewers
-        self.prev_hash = GENESIS_HASH
+        self.prev_hash = GENESIS_HASH  # of the run being generated: each run has a chain of its own
+        self.heads: dict[int, tuple[str, int]] = {}  # per run chain: its last hash and length
         self.event_id = self.call_id = self.message_id = self.decision_id = 0
         self.rows = {name: [] for name in ROW_COLUMNS}
         self.events_written = 0
@@ -143,9 +146,11 @@ class Seeder(CallLifecycle):
                 when,
                 self.prev_hash,
                 digest,
+                run_id,
             )
         )
         self.prev_hash = digest
+        self.heads[run_id] = (digest, self.heads.get(run_id, ("", 0))[1] + 1)
         self.events_written += 1
 
     def arguments(self, tool, order, customer):
@@ -168,6 +173,7 @@ class Seeder(CallLifecycle):
 
     def run(self, copy: Copy, *, index: int, calls_here: int, padding: int) -> None:
         run_id = index + 1
+        self.prev_hash = GENESIS_HASH
         t = self.start + self.interval * index
         step = self.interval * 0.8 / (calls_here * 3 + 4 + padding)
         customer = self.rng.choice(CUSTOMERS)
@@ -191,7 +197,7 @@ class Seeder(CallLifecycle):
         finished_at = at + self.interval * 0.8
         self.rows["run"].append((
             run_id, public_id, "support", request, self.requester.pk, "completed", 2 + padding, 12, False, "", False,
-            at, finished_at, finished_at,
+            at, finished_at, finished_at, "local",
         ))  # fmt: skip
         self.event(
             copy,
@@ -222,7 +228,10 @@ class Seeder(CallLifecycle):
                 with cursor.copy(copy_statement(name, columns)) as copy:
                     for row in self.rows[name]:
                         copy.write_row(row)
-            AuditHead.objects.update_or_create(chain=0, defaults={"last_hash": self.prev_hash})  # the global chain
+            with cursor.copy("COPY approvals_audithead (chain, last_hash, seq, anchored) FROM STDIN") as copy:
+                for chain, (last_hash, seq) in self.heads.items():
+                    copy.write_row((chain, last_hash, seq, False))
+            AuditHead.objects.get_or_create(chain=0)  # the global chain, empty
             for model in (*ROW_COLUMNS, "auditevent"):
                 table = f"approvals_{model}"
                 django_cursor.execute(

@@ -72,7 +72,7 @@ class SeededCall:
             self.id, self.run_id, self.message_id, f"call_{self.id}", self.tool, json.dumps(self.args),
             json.dumps(self.args), args_hash(self.args), self.tier, self.status, json.dumps(self.policy), 1,
             self.description, json.dumps(self.facts), "The customer reports damage.", "", expires_at, decided,
-            self.output, True, self.executed_at, self.executed_at, self.at, "", 1, "", "{}",
+            self.output, True, self.executed_at, self.executed_at, self.at, "", 1, "", "{}", "{}", "call", "{}", 1,
         )  # fmt: skip
 
 

@@ -12,9 +12,12 @@ One event on PostgreSQL (a decision, a claim, an output: most of the trail) take
 the head is locked, the event's hash computed from the head's last hash by PostgreSQL's own
 sha256() over the same canonical JSON (lib/hashing.py: event_canonical_around), the event inserted and the
 head moved, in one statement. A chain's first event, which makes the head row, takes the way above.
+Without a guard (most events) that statement is prepared once per connection (PREPARE, then EXECUTE with the
+event's values): PostgreSQL parsing and planning its CTEs for every event cost more than running them.
 """
 
 import json
+import weakref
 from typing import Any
 
 from django.db import connection
@@ -72,6 +75,30 @@ FROM (SELECT) AS one LEFT JOIN appended ON true
 """
 NO_GUARD: tuple[str, list] = ("SELECT", [])
 
+# The same statement without a guard, prepared once per connection: parsing and planning it took PostgreSQL about
+# 200 us per event, more than running it (bench/README.md). A prepared statement outlives a rolled-back
+# transaction, and PostgreSQL plans it again by itself after a schema change; it lives in its connection, so a
+# pooler in front of PostgreSQL must keep a session on one server connection (no transaction pooling).
+_APPEND_ONE_NAME = "reviewhub_audit_append_one"
+_PREPARE_APPEND_ONE = f"""
+PREPARE {_APPEND_ONE_NAME} (bigint, text, text, bigint, bigint, text, integer, text, jsonb, timestamptz) AS
+WITH head AS (
+    SELECT id, last_hash FROM approvals_audithead WHERE chain = $1 FOR UPDATE
+), moved AS (
+    UPDATE approvals_audithead moving
+    SET last_hash = encode(sha256(convert_to($2 || head.last_hash || $3, 'UTF8')), 'hex'),
+        seq = moving.seq + 1, anchored = false
+    FROM head WHERE moving.id = head.id
+    RETURNING head.last_hash AS prev_hash, moving.last_hash AS hash
+)
+INSERT INTO approvals_auditevent
+    (run_id, tool_call_id, kind, actor_id, actor_label, payload, created_at, prev_hash, hash, chain)
+SELECT $4, $5, $6, $7, $8, $9, $10, prev_hash, hash, $1 FROM moved
+RETURNING id, prev_hash, hash
+"""
+_EXECUTE_APPEND_ONE = f"EXECUTE {_APPEND_ONE_NAME} (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+_prepared_on: weakref.WeakSet = weakref.WeakSet()  # the database connections (psycopg's) that have it
+
 
 def lock_head(chain: int) -> tuple[int, str]:
     """Lock the chain's head row (made on the chain's first event) for this transaction: its id and last hash."""
@@ -96,13 +123,25 @@ def append_one(event: AuditEvent, *, only_if: tuple[str, list] = NO_GUARD) -> tu
         return None
     before, after = event_canonical_around(**{name: getattr(event, name) for name in HASHED_FIELDS})
     row = (event.run_id, event.tool_call_id, event.kind, event.actor_id, event.actor_label)
-    guard, guard_params = only_if
-    params = [*guard_params, event.chain, before, after, *row, json.dumps(event.payload), event.created_at, event.chain]
+    values = [*row, json.dumps(event.payload), event.created_at]
     with connection.cursor() as cursor:
-        cursor.execute(_APPEND_ONE.format(guard=guard), params)
-        guarded, pk, prev_hash, hash_ = cursor.fetchone()
-    if pk is None:
-        return guarded, False
+        if only_if == NO_GUARD:
+            if connection.connection not in _prepared_on:
+                cursor.execute(_PREPARE_APPEND_ONE)
+                _prepared_on.add(connection.connection)
+            cursor.execute(_EXECUTE_APPEND_ONE, [event.chain, before, after, *values])
+            appended = cursor.fetchone()  # None when the chain has no head row yet
+            if appended is None:
+                return True, False
+            pk, prev_hash, hash_ = appended
+        else:
+            guard, guard_params = only_if
+            cursor.execute(
+                _APPEND_ONE.format(guard=guard), [*guard_params, event.chain, before, after, *values, event.chain]
+            )
+            guarded, pk, prev_hash, hash_ = cursor.fetchone()
+            if pk is None:
+                return guarded, False
     event.pk, event.prev_hash, event.hash = pk, prev_hash, hash_
     event._state.adding, event._state.db = False, connection.alias
     return True, True

@@ -53,9 +53,18 @@ class AuditEvent(models.Model):
         PRACTICE_PLANTED = "practice_planted"
         PRACTICE_SCORED = "practice_scored"
 
-    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events")
+    # No foreign-key constraints in the database for the run and the call (db_constraint=False): each check
+    # locked the run's and the call's row (FOR KEY SHARE, at commit), which writes to that row and waits for
+    # anyone holding it FOR UPDATE (a decision, the loop's step), for about 40 us of PostgreSQL's CPU per event
+    # (bench/README.md). What they gave still holds: an event names the run and call it was recorded for, rows
+    # that this transaction created or read (approvals/audit); PROTECT still refuses deleting them through the
+    # ORM, the admin deletes no run or call, no code deletes either (no retention or purge), and on PostgreSQL a
+    # trigger refuses deleting a run or a call that an event names (migration 0019), as the constraint did.
+    run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events", db_constraint=False
+    )
     tool_call = models.ForeignKey(
-        ToolCall, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events"
+        ToolCall, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events", db_constraint=False
     )
     kind = models.CharField(max_length=32, choices=Kind.choices)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, db_index=False)

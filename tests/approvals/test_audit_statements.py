@@ -2,10 +2,11 @@
 over the same canonical JSON as Python's, so the chain verifies as before."""
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from approvals import audit
+from approvals.audit import store
 from approvals.models import AuditEvent, AuditHead, Run
 
 pytestmark = pytest.mark.django_db
@@ -24,7 +25,35 @@ def test_one_event_is_one_statement(require_postgres, run_with_a_head):
     with CaptureQueriesContext(connection) as queries:
         audit.record("resumed", run=run_with_a_head, payload={"step": 1})
     assert len(queries) == 1
-    assert "FOR UPDATE" in queries[0]["sql"] and "INSERT INTO approvals_auditevent" in queries[0]["sql"]
+    assert queries[0]["sql"].startswith("EXECUTE reviewhub_audit_append_one")  # prepared once per connection
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements WHERE name = 'reviewhub_audit_append_one'")
+        [(prepared,)] = cursor.fetchall()
+    assert "FOR UPDATE" in prepared and "INSERT INTO approvals_auditevent" in prepared
+
+
+def test_the_prepared_statement_outlives_a_rolled_back_transaction(require_postgres, run_with_a_head):
+    with connection.cursor() as cursor:
+        cursor.execute("DEALLOCATE reviewhub_audit_append_one")  # so that the rolled-back block prepares it
+    store._prepared_on.discard(connection.connection)
+    with pytest.raises(RuntimeError), transaction.atomic():
+        audit.record("resumed", run=run_with_a_head, payload={"rolled back": True})
+        raise RuntimeError("roll back")
+    audit.record("resumed", run=run_with_a_head, payload={"kept": True})
+    assert [e.payload for e in AuditEvent.objects.filter(chain=run_with_a_head.pk).order_by("pk")][1:] == [
+        {"kept": True}
+    ]
+    assert audit.verify().ok
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_new_connection_prepares_the_statement_again(require_postgres):
+    run = Run.objects.create(agent="support", request="Refund order A-1001.")
+    audit.record("resumed", run=run)
+    audit.record("resumed", run=run, payload={"n": 1})
+    connection.close()  # the next statement opens another connection, which has no prepared statements
+    audit.record("resumed", run=run, payload={"n": 2})
+    assert AuditHead.objects.get(chain=run.pk).seq == 3 and audit.verify().ok
 
 
 def test_a_hash_postgresql_computed_is_the_hash_python_computes(require_postgres, run_with_a_head):
