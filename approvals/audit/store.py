@@ -12,10 +12,12 @@ One event on PostgreSQL (a decision, a claim, an output: most of the trail) take
 the head is locked, the event's hash computed from the head's last hash by PostgreSQL's own
 sha256() over the same canonical JSON (lib/hashing.py: event_canonical_around), the event inserted and the
 head moved, in one statement. A chain's first event, which makes the head row, takes the way above.
-Without a guard (most events) that statement is prepared once per connection (PREPARE, then EXECUTE with the
-event's values): PostgreSQL parsing and planning its CTEs for every event cost more than running them.
+On a connection kept between tasks (a worker's) that statement is prepared once per connection and guard
+(PREPARE, then EXECUTE with the event's values): PostgreSQL parsing and planning its CTEs for every event cost
+more than running them.
 """
 
+import hashlib
 import json
 import weakref
 from typing import Any
@@ -57,17 +59,19 @@ _ROW = "(%s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s)"
 
 _APPEND_ONE = """
 WITH guard AS ({guard}), head AS (
-    SELECT id, last_hash FROM approvals_audithead WHERE chain = %s AND EXISTS (SELECT FROM guard) FOR UPDATE
+    SELECT id, last_hash FROM approvals_audithead WHERE chain = %s::bigint AND EXISTS (SELECT FROM guard) FOR UPDATE
 ), moved AS (
     UPDATE approvals_audithead moving
-    SET last_hash = encode(sha256(convert_to(%s || head.last_hash || %s, 'UTF8')), 'hex'),
+    SET last_hash = encode(sha256(convert_to(%s::text || head.last_hash || %s::text, 'UTF8')), 'hex'),
         seq = moving.seq + 1, anchored = false
     FROM head WHERE moving.id = head.id
     RETURNING head.last_hash AS prev_hash, moving.last_hash AS hash
 ), appended AS (
     INSERT INTO approvals_auditevent
         (run_id, tool_call_id, kind, actor_id, actor_label, payload, created_at, prev_hash, hash, chain)
-    SELECT %s::bigint, %s::bigint, %s, %s::integer, %s, %s::jsonb, %s::timestamptz, prev_hash, hash, %s FROM moved
+    SELECT %s::bigint, %s::bigint, %s::text, %s::integer, %s::text, %s::jsonb, %s::timestamptz,
+        prev_hash, hash, %s::bigint
+    FROM moved
     RETURNING id, prev_hash, hash
 )
 SELECT EXISTS (SELECT FROM guard), appended.id, appended.prev_hash, appended.hash
@@ -75,29 +79,35 @@ FROM (SELECT) AS one LEFT JOIN appended ON true
 """
 NO_GUARD: tuple[str, list] = ("SELECT", [])
 
-# The same statement without a guard, prepared once per connection: parsing and planning it took PostgreSQL about
-# 200 us per event, more than running it (bench/README.md). A prepared statement outlives a rolled-back
-# transaction, and PostgreSQL plans it again by itself after a schema change; it lives in its connection, so a
-# pooler in front of PostgreSQL must keep a session on one server connection (no transaction pooling).
-_APPEND_ONE_NAME = "reviewhub_audit_append_one"
-_PREPARE_APPEND_ONE = f"""
-PREPARE {_APPEND_ONE_NAME} (bigint, text, text, bigint, bigint, text, integer, text, jsonb, timestamptz) AS
-WITH head AS (
-    SELECT id, last_hash FROM approvals_audithead WHERE chain = $1 FOR UPDATE
-), moved AS (
-    UPDATE approvals_audithead moving
-    SET last_hash = encode(sha256(convert_to($2 || head.last_hash || $3, 'UTF8')), 'hex'),
-        seq = moving.seq + 1, anchored = false
-    FROM head WHERE moving.id = head.id
-    RETURNING head.last_hash AS prev_hash, moving.last_hash AS hash
-)
-INSERT INTO approvals_auditevent
-    (run_id, tool_call_id, kind, actor_id, actor_label, payload, created_at, prev_hash, hash, chain)
-SELECT $4, $5, $6, $7, $8, $9, $10, prev_hash, hash, $1 FROM moved
-RETURNING id, prev_hash, hash
-"""
-_EXECUTE_APPEND_ONE = f"EXECUTE {_APPEND_ONE_NAME} (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-_prepared_on: weakref.WeakSet = weakref.WeakSet()  # the database connections (psycopg's) that have it
+# On a connection kept between tasks, each such statement (one per guard: none, or the claim) is prepared once:
+# parsing and planning it took PostgreSQL about 200 us per event, more than running it (bench/README.md). A prepared
+# statement outlives a rolled-back transaction, and PostgreSQL plans it again by itself after a schema change; it
+# lives in its connection, so a pooler in front of PostgreSQL must keep a session on one server connection (no
+# transaction pooling).
+_prepared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # psycopg's connection -> the names it prepared
+
+
+def _kept(connection) -> bool:
+    """Whether this connection outlives its request or task (a worker's, the push thread's: CONN_MAX_AGE not 0).
+    Only there does preparing the statement pay: a web request's connection, closed at the request's end, would
+    prepare it for the one or two events the request records, one round trip more for each request."""
+    return connection.settings_dict.get("CONN_MAX_AGE") != 0
+
+
+def _execute(cursor, sql: str, params: list) -> None:
+    """Run a statement; on a connection kept between tasks, as one prepared once for that connection (PREPARE with
+    its %s numbered, then EXECUTE with the values)."""
+    if not _kept(connection):
+        cursor.execute(sql, params)
+        return
+    name = "reviewhub_" + hashlib.sha256(sql.encode()).hexdigest()[:16]
+    names = _prepared.setdefault(connection.connection, set())
+    if name not in names:
+        parts = sql.split("%s")
+        numbered = parts[0] + "".join(f"${i}{part}" for i, part in enumerate(parts[1:], start=1))
+        cursor.execute(f"PREPARE {name} AS {numbered}")
+        names.add(name)
+    cursor.execute(f"EXECUTE {name} ({', '.join(['%s'] * len(params))})", params)
 
 
 def lock_head(chain: int) -> tuple[int, str]:
@@ -124,24 +134,14 @@ def append_one(event: AuditEvent, *, only_if: tuple[str, list] = NO_GUARD) -> tu
     before, after = event_canonical_around(**{name: getattr(event, name) for name in HASHED_FIELDS})
     row = (event.run_id, event.tool_call_id, event.kind, event.actor_id, event.actor_label)
     values = [*row, json.dumps(event.payload), event.created_at]
+    guard, guard_params = only_if
     with connection.cursor() as cursor:
-        if only_if == NO_GUARD:
-            if connection.connection not in _prepared_on:
-                cursor.execute(_PREPARE_APPEND_ONE)
-                _prepared_on.add(connection.connection)
-            cursor.execute(_EXECUTE_APPEND_ONE, [event.chain, before, after, *values])
-            appended = cursor.fetchone()  # None when the chain has no head row yet
-            if appended is None:
-                return True, False
-            pk, prev_hash, hash_ = appended
-        else:
-            guard, guard_params = only_if
-            cursor.execute(
-                _APPEND_ONE.format(guard=guard), [*guard_params, event.chain, before, after, *values, event.chain]
-            )
-            guarded, pk, prev_hash, hash_ = cursor.fetchone()
-            if pk is None:
-                return guarded, False
+        _execute(
+            cursor, _APPEND_ONE.format(guard=guard), [*guard_params, event.chain, before, after, *values, event.chain]
+        )
+        guarded, pk, prev_hash, hash_ = cursor.fetchone()
+    if pk is None:
+        return guarded, False
     event.pk, event.prev_hash, event.hash = pk, prev_hash, hash_
     event._state.adding, event._state.db = False, connection.alias
     return True, True

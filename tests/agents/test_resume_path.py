@@ -59,6 +59,22 @@ def test_an_approved_call_runs_after_two_statements_of_ours_and_the_tools_facts(
     assert "approvals_policystamp" in sql[0] and "practice_practicecall" in sql[0]
 
 
+def test_on_a_workers_connection_the_claim_and_its_event_are_a_prepared_statement(
+    require_postgres, make_run, reviewer, monkeypatch
+):
+    call = approved(make_run, reviewer)
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 300)  # kept between tasks (reviewhub/celery.py)
+    with CaptureQueriesContext(connection) as queries:
+        loop.advance(call.run_id, only=loop.TOOLS)
+    sql = [q["sql"] for q in queries.captured_queries]
+    claim = next(i for i, s in enumerate(sql) if s.startswith("PREPARE") and "UPDATE approvals_toolcall SET" in s)
+    name = sql[claim].split()[1]
+    assert sql[claim + 1].startswith(f"EXECUTE {name} (")  # prepared once for this connection, then run
+    assert "INSERT INTO approvals_auditevent" in sql[claim]
+    assert AuditEvent.objects.filter(tool_call=call, kind="executing").count() == 1
+    assert Refund.objects.count() == 1
+
+
 def test_a_claim_taken_by_another_worker_records_no_executing_event(make_run, reviewer):
     call = services.runnable_calls(pk=approved(make_run, reviewer).pk).get()
     ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.EXECUTING)  # taken meanwhile

@@ -21,33 +21,48 @@ def run_with_a_head(db):
     return run
 
 
-def test_one_event_is_one_statement(require_postgres, run_with_a_head):
+@pytest.fixture
+def kept(monkeypatch):
+    """This connection kept between tasks, as a worker's is (reviewhub/celery.py)."""
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 300)
+
+
+def test_one_event_of_a_web_request_is_one_statement_not_prepared(require_postgres, run_with_a_head):
     with CaptureQueriesContext(connection) as queries:
         audit.record("resumed", run=run_with_a_head, payload={"step": 1})
     assert len(queries) == 1
-    assert queries[0]["sql"].startswith("EXECUTE reviewhub_audit_append_one")  # prepared once per connection
+    assert "FOR UPDATE" in queries[0]["sql"] and "INSERT INTO approvals_auditevent" in queries[0]["sql"]
+    assert not queries[0]["sql"].startswith(("PREPARE", "EXECUTE"))  # its connection closes with the request
+
+
+def test_one_event_is_one_statement(require_postgres, run_with_a_head, kept):
+    audit.record("resumed", run=run_with_a_head, payload={"step": 0})  # prepares it on this connection
+    with CaptureQueriesContext(connection) as queries:
+        audit.record("resumed", run=run_with_a_head, payload={"step": 1})
+    assert len(queries) == 1
+    assert queries[0]["sql"].startswith("EXECUTE reviewhub_")  # prepared once per connection
+    name = queries[0]["sql"].split()[1]
     with connection.cursor() as cursor:
-        cursor.execute("SELECT statement FROM pg_prepared_statements WHERE name = 'reviewhub_audit_append_one'")
+        cursor.execute("SELECT statement FROM pg_prepared_statements WHERE name = %s", [name])
         [(prepared,)] = cursor.fetchall()
     assert "FOR UPDATE" in prepared and "INSERT INTO approvals_auditevent" in prepared
 
 
-def test_the_prepared_statement_outlives_a_rolled_back_transaction(require_postgres, run_with_a_head):
+def test_the_prepared_statement_outlives_a_rolled_back_transaction(require_postgres, run_with_a_head, kept):
     with connection.cursor() as cursor:
-        cursor.execute("DEALLOCATE reviewhub_audit_append_one")  # so that the rolled-back block prepares it
-    store._prepared_on.discard(connection.connection)
+        cursor.execute("DEALLOCATE ALL")  # so that the rolled-back block prepares it
+    store._prepared.pop(connection.connection, None)
     with pytest.raises(RuntimeError), transaction.atomic():
         audit.record("resumed", run=run_with_a_head, payload={"rolled back": True})
         raise RuntimeError("roll back")
     audit.record("resumed", run=run_with_a_head, payload={"kept": True})
-    assert [e.payload for e in AuditEvent.objects.filter(chain=run_with_a_head.pk).order_by("pk")][1:] == [
-        {"kept": True}
-    ]
+    payloads = [e.payload for e in AuditEvent.objects.filter(chain=run_with_a_head.pk).order_by("pk")]
+    assert payloads[-1] == {"kept": True} and {"rolled back": True} not in payloads
     assert audit.verify().ok
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_new_connection_prepares_the_statement_again(require_postgres):
+def test_a_new_connection_prepares_the_statement_again(require_postgres, kept):
     run = Run.objects.create(agent="support", request="Refund order A-1001.")
     audit.record("resumed", run=run)
     audit.record("resumed", run=run, payload={"n": 1})
