@@ -14,6 +14,7 @@ from ninja import NinjaAPI, Path, Query, Swagger
 
 from approvals import access
 from approvals.models import ToolCall
+from runtime import slots
 
 from . import http, services, waiting
 from .models import DeclaredTool
@@ -115,7 +116,8 @@ async def call_get(request, call_id: int = CALL_ID, wait: float = Query(0, ge=0,
                 if left <= 0:
                     break
                 with contextlib.suppress(TimeoutError):  # woken by a decision, or by the process's re-check
-                    await _wait_for(event, left)
+                    async with slots.released():  # others' requests go on meanwhile (runtime/slots.py)
+                        await _wait_for(event, left)
     return await sync_to_async(_call_out)(request, call_id)
 
 

@@ -176,6 +176,9 @@ TEMPLATES = [
 # except the thread that works out the live pushes (approvals/live/fanout.py), for PUSH_CONN_MAX_AGE seconds.
 WORKER_CONN_MAX_AGE = env_int("WORKER_CONN_MAX_AGE", 300)
 PUSH_CONN_MAX_AGE = env_int("PUSH_CONN_MAX_AGE", 300)
+# HTTP requests an ASGI process works on at once (runtime/slots.py): each has a thread and a database
+# connection of its own while it runs; the others wait in the event loop (0: no limit).
+WEB_REQUEST_SLOTS = env_int("WEB_REQUEST_SLOTS", 8)
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
