@@ -87,13 +87,14 @@ def _reread(request, call_id: int) -> ToolCall:
 
 
 def _read_if_decided(request, call_id: int) -> ToolCall | None:
-    """The call once decided; while it is pending the request's database connection is closed (conn_max_age 0
-    makes it cheap to open again): a hundred waiting agents must not hold a hundred PostgreSQL connections."""
+    """The call once decided; while it is pending, a hundred waiting agents must not hold a hundred PostgreSQL
+    connections: the request gives back its slot while it waits, and its thread's connection serves the next
+    request (runtime/slots.py); outside a slot's thread the connection is closed."""
     call = _reread(request, call_id)
     if not call.is_pending:
         approval_read(call)
         return call
-    if not connection.in_atomic_block:
+    if not connection.in_atomic_block and not slots.in_slot_thread():
         connection.close()
     return None
 

@@ -1,50 +1,93 @@
-"""How many HTTP requests an ASGI process works on at once (settings.WEB_REQUEST_SLOTS); the others wait
-their turn in the event loop, holding no thread and no database connection.
+"""How many HTTP requests an ASGI process works on at once (settings.WEB_REQUEST_SLOTS), each on one of the
+process's WEB_REQUEST_SLOTS threads, which keep their database connection between requests
+(WEB_CONN_MAX_AGE seconds, checked before reuse). The other requests wait their turn in the event loop,
+holding no thread and no connection.
 
-Django under ASGI gives each request's sync code a thread of its own (asgiref's ThreadSensitiveContext), and
-each thread opens its own database connection. A hundred agents proposing at once were sixty threads per
-process and ninety PostgreSQL connections (`max_connections` is 100), and those threads starved the process's
-event loop — the responses, the channel layer and the queue's live pushes — of the GIL: a call's hint took
-seconds to reach the queue after its commit (bench/agents_waiting.py).
+Django under ASGI gives each request's sync code a new thread (asgiref's ThreadSensitiveContext), and each
+thread opens a database connection of its own and closes it at the end (CONN_MAX_AGE 0: a connection kept by
+a thread that ends would leak). A hundred agents proposing at once were sixty threads per process and ninety
+PostgreSQL connections (`max_connections` is 100), those threads starved the process's event loop — the
+responses, the channel layer, the queue's live pushes — of the GIL, and every request paid for a new
+connection: about 13 ms of PostgreSQL's CPU (a backend started, its caches filled) and 2-3 ms of ours, as
+much as the proposal itself (bench/agents_fleet.py).
 
-A request that waits for something other than this process (a long-poll) gives its slot back while it waits:
-`async with released(): ...`.
+With 100 agents proposing at once on two cores (bench/agents_waiting.py), 8 slots per process left the queue
+push's p99 at 1.7-2.6 s after the proposal's answer, 4 at 0.9 s, 2 at 0.3-0.4 s, and 2 answered the hundred
+soonest: more threads only take turns at the GIL, and the event loop waits with them.
+
+A request that waits for something other than this process (a long-poll) gives its slot back while it waits
+(`async with released(): ...`) and takes one again, maybe another thread, for what it does after. That needs
+every middleware to run async (reviewhub/staticfiles.py): below a sync-only one, Django runs the request from
+a thread it holds to the end.
 """
 
 import asyncio
 import contextlib
 import contextvars
+import threading
 import weakref
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 
+from asgiref.sync import ThreadSensitiveContext
 from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections
 
-_semaphores: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[int, asyncio.Semaphore]]" = (
-    weakref.WeakKeyDictionary()
-)
+_pools: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pool]" = weakref.WeakKeyDictionary()
+_thread = threading.local()
 
 
-class _Slot:
-    def __init__(self, semaphore: asyncio.Semaphore):
-        self.semaphore, self.held = semaphore, False
+def _keep_connection() -> None:
+    """A slot thread's start: its connection is kept between requests (this thread's copy of the settings)."""
+    _thread.slot = True
+    connection = connections[DEFAULT_DB_ALIAS]
+    connection.settings_dict = connection.settings_dict | {
+        "CONN_MAX_AGE": settings.WEB_CONN_MAX_AGE,
+        "CONN_HEALTH_CHECKS": True,
+    }
+
+
+def in_slot_thread() -> bool:
+    """Whether this is a slot's thread, whose connection the next request on it uses again."""
+    return getattr(_thread, "slot", False)
+
+
+class _Pool:
+    def __init__(self, size: int):
+        self.size = size
+        self.free: asyncio.Queue[ThreadPoolExecutor] = asyncio.Queue()
+        for _ in range(size):
+            self.free.put_nowait(ThreadPoolExecutor(1, thread_name_prefix="web-slot", initializer=_keep_connection))
+
+
+class _Slot(Executor):
+    """The executor a request's sync code runs on: the thread of the slot it holds now."""
+
+    def __init__(self, pool: _Pool):
+        self.pool = pool
+        self.thread: ThreadPoolExecutor | None = None
 
     async def take(self) -> None:
-        await self.semaphore.acquire()
-        self.held = True
+        self.thread = await self.pool.free.get()
 
     def give_back(self) -> None:
-        if self.held:
-            self.held = False
-            self.semaphore.release()
+        if self.thread is not None:
+            self.pool.free.put_nowait(self.thread)
+            self.thread = None
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        if self.thread is None:
+            raise RuntimeError("sync work in a request that gave its slot back")
+        return self.thread.submit(fn, *args, **kwargs)
 
 
 _slot: contextvars.ContextVar[_Slot | None] = contextvars.ContextVar("web_request_slot", default=None)
 
 
-def _semaphore(size: int) -> asyncio.Semaphore:
+def _pool(size: int) -> _Pool:
     loop = asyncio.get_running_loop()
-    if loop not in _semaphores or _semaphores[loop][0] != size:  # tests change the setting
-        _semaphores[loop] = (size, asyncio.Semaphore(size))
-    return _semaphores[loop][1]
+    if loop not in _pools or _pools[loop].size != size:  # tests change the setting
+        _pools[loop] = _Pool(size)
+    return _pools[loop]
 
 
 def limited(app):
@@ -54,11 +97,12 @@ def limited(app):
         size = settings.WEB_REQUEST_SLOTS
         if scope["type"] != "http" or size <= 0:
             return await app(scope, receive, send)
-        slot = _Slot(_semaphore(size))
+        slot = _Slot(_pool(size))
         await slot.take()
         token = _slot.set(slot)
         try:
-            return await app(scope, receive, send)
+            async with ThreadSensitiveContext(executor=slot):  # Django's own, inside, then changes nothing
+                return await app(scope, receive, send)
         finally:
             _slot.reset(token)
             slot.give_back()
@@ -66,11 +110,21 @@ def limited(app):
     return limited_app
 
 
+async def close_connections() -> None:
+    """Close the connections this loop's slot threads keep (tests: before the test database is dropped)."""
+    pool = _pools.get(asyncio.get_running_loop())
+    threads = [pool.free.get_nowait() for _ in range(pool.free.qsize())] if pool else []
+    for thread in threads:
+        await asyncio.wrap_future(thread.submit(connections.close_all))
+        pool.free.put_nowait(thread)  # type: ignore[union-attr]
+
+
 @contextlib.asynccontextmanager
 async def released():
-    """The request's slot given back for this block, and taken again after it (outside a limited app: nothing)."""
+    """The request's slot given back for this block, and one taken again after it (outside a limited app:
+    nothing). No sync work in the block: it has no thread."""
     slot = _slot.get()
-    if slot is None or not slot.held:
+    if slot is None or slot.thread is None:
         yield
         return
     slot.give_back()

@@ -76,3 +76,39 @@ async def test_sockets_and_a_limit_of_zero_are_not_limited(settings):
     await until(lambda: app.at_work == 6)
     app.go_on.set()
     await asyncio.wait_for(asyncio.gather(*sockets, *unlimited), 30)
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_requests_of_a_slot_use_its_thread_and_its_database_connection_again(settings):
+    """Django under ASGI would open (and close) a connection in a new thread for each of these requests."""
+    import threading
+
+    import httpx
+    from asgiref.sync import sync_to_async
+    from django.db import connections
+    from django.db.backends.signals import connection_created
+
+    from remote.services import agent_get_or_create
+    from remote.tokens import token_create
+    from reviewhub.asgi import application
+
+    settings.WEB_REQUEST_SLOTS, settings.WEB_CONN_MAX_AGE = 1, 300
+    token = await sync_to_async(lambda: token_create(agent=agent_get_or_create(name="slotted")[0])[1])()
+    await sync_to_async(connections.close_all)()
+    opened: list[str] = []
+    connection_created.connect(
+        lambda sender, connection, **kwargs: opened.append(threading.current_thread().name),
+        weak=False,
+        dispatch_uid="slots-test",
+    )
+    headers = {"Authorization": f"Bearer {token}"}
+    transport = httpx.ASGITransport(app=application)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver", headers=headers) as http:
+            answers = [(await http.get("/api/v1/tools")).status_code for _ in range(3)]
+    finally:
+        connection_created.disconnect(dispatch_uid="slots-test")
+        await slots.close_connections()
+
+    assert answers == [200, 200, 200]
+    assert len(opened) == 1 and opened[0].startswith("web-slot")
