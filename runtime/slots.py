@@ -16,12 +16,14 @@ push's p99 at 1.7-2.6 s after the proposal's answer, 4 at 0.9 s, 2 at 0.3-0.4 s,
 soonest: more threads only take turns at the GIL, and the event loop waits with them.
 
 A request that waits for something other than this process (a long-poll) gives its slot back while it waits
-(`async with released(): ...`) and takes one again, maybe another thread, for what it does after. That needs
+(`async with released(): ...`) and takes one again, maybe another thread, before any request waiting for one:
+what it does after (a read and its answer) is short, and the agent waits for it. That needs
 every middleware to run async (reviewhub/staticfiles.py): below a sync-only one, Django runs the request from
 a thread it holds to the end.
 """
 
 import asyncio
+import collections
 import contextlib
 import contextvars
 import threading
@@ -52,11 +54,37 @@ def in_slot_thread() -> bool:
 
 
 class _Pool:
+    """The process's slot threads: the idle ones, and the requests waiting for one in turn."""
+
     def __init__(self, size: int):
         self.size = size
-        self.free: asyncio.Queue[ThreadPoolExecutor] = asyncio.Queue()
-        for _ in range(size):
-            self.free.put_nowait(ThreadPoolExecutor(1, thread_name_prefix="web-slot", initializer=_keep_connection))
+        self.idle = [
+            ThreadPoolExecutor(1, thread_name_prefix="web-slot", initializer=_keep_connection) for _ in range(size)
+        ]
+        self.waiting: collections.deque[asyncio.Future[ThreadPoolExecutor]] = collections.deque()
+
+    async def take(self, first: bool) -> ThreadPoolExecutor:
+        """A thread; `first`: before every request waiting (a long-poll woken by its decision)."""
+        if self.idle:
+            return self.idle.pop()
+        future = asyncio.get_running_loop().create_future()
+        self.waiting.appendleft(future) if first else self.waiting.append(future)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():  # handed a thread as it was cancelled
+                self.give(future.result())
+            with contextlib.suppress(ValueError):
+                self.waiting.remove(future)
+            raise
+
+    def give(self, thread: ThreadPoolExecutor) -> None:
+        while self.waiting:
+            future = self.waiting.popleft()
+            if not future.done():
+                future.set_result(thread)
+                return
+        self.idle.append(thread)
 
 
 class _Slot(Executor):
@@ -66,12 +94,12 @@ class _Slot(Executor):
         self.pool = pool
         self.thread: ThreadPoolExecutor | None = None
 
-    async def take(self) -> None:
-        self.thread = await self.pool.free.get()
+    async def take(self, first: bool = False) -> None:
+        self.thread = await self.pool.take(first)
 
     def give_back(self) -> None:
         if self.thread is not None:
-            self.pool.free.put_nowait(self.thread)
+            self.pool.give(self.thread)
             self.thread = None
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
@@ -113,10 +141,8 @@ def limited(app):
 async def close_connections() -> None:
     """Close the connections this loop's slot threads keep (tests: before the test database is dropped)."""
     pool = _pools.get(asyncio.get_running_loop())
-    threads = [pool.free.get_nowait() for _ in range(pool.free.qsize())] if pool else []
-    for thread in threads:
+    for thread in list(pool.idle) if pool else []:
         await asyncio.wrap_future(thread.submit(connections.close_all))
-        pool.free.put_nowait(thread)  # type: ignore[union-attr]
 
 
 @contextlib.asynccontextmanager
@@ -131,4 +157,4 @@ async def released():
     try:
         yield
     finally:
-        await slot.take()
+        await slot.take(first=True)

@@ -112,3 +112,32 @@ async def test_the_requests_of_a_slot_use_its_thread_and_its_database_connection
 
     assert answers == [200, 200, 200]
     assert len(opened) == 1 and opened[0].startswith("web-slot")
+
+
+async def test_a_request_done_waiting_takes_the_next_slot_before_requests_that_wait_for_one(settings):
+    settings.WEB_REQUEST_SLOTS = 1
+    events = {name: asyncio.Event() for name in ("decided", "b", "c")}
+    order: list[str] = []
+
+    async def app(scope, receive, send):
+        name = scope["path"]
+        if name == "a":  # a long-poll: waits for its decision without a slot, then reads
+            async with slots.released():
+                await events["decided"].wait()
+        else:
+            await events[name].wait()
+        order.append(name)
+
+    a = request(app, "a")
+    await asyncio.sleep(0.01)
+    b = request(app, "b")  # holds the one slot
+    await asyncio.sleep(0.01)
+    c = request(app, "c")  # waits for it
+    await asyncio.sleep(0.01)
+    events["decided"].set()  # a waits for it too, now: before c
+    await asyncio.sleep(0.01)
+    events["c"].set()
+    events["b"].set()
+    await asyncio.wait_for(asyncio.gather(a, b, c), 30)
+
+    assert order == ["b", "a", "c"]
