@@ -56,10 +56,16 @@ def pending_count(user) -> int:
 
 def sees_call_and_pending_count(user, call_id: int) -> tuple[bool, int]:
     """Whether this user may see the call, and how many calls wait for them (to COUNT_CAP + 1): one query."""
-    calls = access.visible_calls(user, ToolCall.objects.filter(pk=call_id))
-    pending = calls.annotate(pending=_capped_count(_visible_waiting(user))).values_list("pending", flat=True)
-    seen = pending.first()
-    return seen is not None, seen or 0
+    seen, pending = sees_calls_and_pending_count(user, [call_id])
+    return bool(seen), pending
+
+
+def sees_calls_and_pending_count(user, call_ids: list[int]) -> tuple[set[int], int]:
+    """Which of these calls this user may see, and how many calls wait for them (to COUNT_CAP + 1) if they
+    may see any: one query."""
+    calls = access.visible_calls(user, ToolCall.objects.filter(pk__in=call_ids))
+    rows = list(calls.annotate(pending=_capped_count(_visible_waiting(user))).values_list("pk", "pending"))
+    return {pk for pk, _ in rows}, rows[0][1] if rows else 0
 
 
 # --- the triage list (approvals/web/triage.py says what its filters mean) ------------------------------

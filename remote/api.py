@@ -14,6 +14,7 @@ from ninja import NinjaAPI, Path, Query, Swagger
 
 from approvals import access
 from approvals.models import ToolCall
+from runtime import slots
 
 from . import http, services, waiting
 from .models import DeclaredTool
@@ -86,13 +87,14 @@ def _reread(request, call_id: int) -> ToolCall:
 
 
 def _read_if_decided(request, call_id: int) -> ToolCall | None:
-    """The call once decided; while it is pending the request's database connection is closed (conn_max_age 0
-    makes it cheap to open again): a hundred waiting agents must not hold a hundred PostgreSQL connections."""
+    """The call once decided; while it is pending, a hundred waiting agents must not hold a hundred PostgreSQL
+    connections: the request gives back its slot while it waits, and its thread's connection serves the next
+    request (runtime/slots.py); outside a slot's thread the connection is closed."""
     call = _reread(request, call_id)
     if not call.is_pending:
         approval_read(call)
         return call
-    if not connection.in_atomic_block:
+    if not connection.in_atomic_block and not slots.in_slot_thread():
         connection.close()
     return None
 
@@ -115,7 +117,8 @@ async def call_get(request, call_id: int = CALL_ID, wait: float = Query(0, ge=0,
                 if left <= 0:
                     break
                 with contextlib.suppress(TimeoutError):  # woken by a decision, or by the process's re-check
-                    await _wait_for(event, left)
+                    async with slots.released():  # others' requests go on meanwhile (runtime/slots.py)
+                        await _wait_for(event, left)
     return await sync_to_async(_call_out)(request, call_id)
 
 

@@ -3,9 +3,12 @@
 Every 4xx body is {"detail": sentence, "errors": {field path: [messages]}} (docs/api.md).
 """
 
+import logging
+
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import OperationalError
 from django.http import Http404
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
@@ -16,6 +19,9 @@ from approvals.lib import storable
 from .errors import ApiError, Invalid, TooLarge, invalid_fields
 from .tokens import agent_for_token
 
+log = logging.getLogger(__name__)
+
+UNAVAILABLE = "The database cannot take this request now; try again in a moment (a retry with the same key is safe)."
 UNAUTHORIZED = "A valid agent token is required: Authorization: Bearer rh_… (session cookies are not accepted)."
 
 
@@ -112,3 +118,12 @@ def install(api) -> None:
     @api.exception_handler(Http404)
     def not_found(request, exc):
         return respond(request, 404, "Not found.")
+
+    @api.exception_handler(OperationalError)
+    def unavailable(request, exc):
+        """PostgreSQL refused the connection ("too many clients", a restart) or broke it off: a 503 the agent may
+        retry (a proposal's idempotency key makes its retry safe), not a 500."""
+        log.warning("API request answered 503: %s", exc)
+        response = respond(request, 503, UNAVAILABLE)
+        response["Retry-After"] = "1"
+        return response

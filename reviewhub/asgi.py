@@ -13,11 +13,12 @@ from approvals.lib.origins import SameOriginValidator  # noqa: E402
 from approvals.live import remember_loop  # noqa: E402
 from approvals.live.routing import websocket_urlpatterns  # noqa: E402
 from gateway.http import with_mcp  # noqa: E402
+from runtime.slots import limited  # noqa: E402
 
 websocket_router = URLRouter(websocket_urlpatterns)  # type: ignore[arg-type]  # stubs: a pattern type path() never makes
 application = ProtocolTypeRouter(
     {
-        "http": with_mcp(django_asgi_app),  # the MCP gateways at /mcp/NAME/, the rest Django's
+        "http": with_mcp(limited(django_asgi_app)),  # the MCP gateways at /mcp/NAME/, the rest Django's, N at once
         "websocket": SameOriginValidator(AuthMiddlewareStack(websocket_router)),
     }
 )

@@ -125,7 +125,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "reviewhub.staticfiles.StaticFilesMiddleware",  # WhiteNoise, async-capable
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -172,10 +172,18 @@ TEMPLATES = [
 ]
 
 # Database: PostgreSQL through DATABASE_URL, else SQLite (WAL) in var/. Celery workers keep their
-# connection between tasks for WORKER_CONN_MAX_AGE seconds (reviewhub/celery.py); web processes do not,
-# except the thread that works out the live pushes (approvals/live/fanout.py), for PUSH_CONN_MAX_AGE seconds.
+# connection between tasks for WORKER_CONN_MAX_AGE seconds (reviewhub/celery.py); in web processes the request
+# slots' threads do (WEB_CONN_MAX_AGE, below), and the thread that works out the live pushes
+# (approvals/live/fanout.py), for PUSH_CONN_MAX_AGE seconds; any other thread opens one per request.
 WORKER_CONN_MAX_AGE = env_int("WORKER_CONN_MAX_AGE", 300)
 PUSH_CONN_MAX_AGE = env_int("PUSH_CONN_MAX_AGE", 300)
+# HTTP requests an ASGI process works on at once (runtime/slots.py), each on one of as many threads that keep
+# their database connection between requests for WEB_CONN_MAX_AGE seconds; the others wait in the event loop
+# (0: no limit, and a new thread and connection per request, as Django does under ASGI). Two: one runs Python
+# while the other waits for PostgreSQL; more only take turns at the GIL and starve the event loop (the live
+# pushes, the responses). A streamed admin export holds its slot until it is sent.
+WEB_REQUEST_SLOTS = env_int("WEB_REQUEST_SLOTS", 2)
+WEB_CONN_MAX_AGE = env_int("WEB_CONN_MAX_AGE", 300)
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}

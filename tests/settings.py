@@ -30,6 +30,7 @@ def reachable(host: str, port: int) -> bool:
 # A push thread that kept its connection would keep the test database from being dropped at the end;
 # tests/approvals/test_live_fanout.py turns the reuse on for its test of it, and closes the connection.
 PUSH_CONN_MAX_AGE = 0
+WEB_CONN_MAX_AGE = 0  # the request slots' threads likewise (runtime/slots.py; tests/runtime/test_slots.py)
 
 # Each test run gets its own database name on a shared server (two suites, of one checkout or two, must not
 # drop each other's): the checkout and the process. REVIEWHUB_TEST_DB names it instead.

@@ -20,7 +20,9 @@ Each process has one member in the queue group: a listener (started by the
 process's first queue socket) gets each hint once from the channel layer and
 hands every local socket its user's message, in the order of the hints. With a
 member per socket, the layer delivered each hint once per socket (for 100
-sockets, 100 Redis messages popped one by one).
+sockets, 100 Redis messages popped one by one). Hints that come while a job runs wait for the next job,
+which works them out together (BATCH at most): the calls read in one query, who sees them asked once per
+permission group for all of them, each call still rendered once per distinct view.
 
 The jobs of a process run one after another in a thread of their own, which keeps its database
 connection between them (PUSH_CONN_MAX_AGE seconds, checked before reuse): a web process otherwise
@@ -49,7 +51,7 @@ from django.template.loader import render_to_string
 from approvals.audit import observers
 from approvals.live import QUEUE_GROUP
 from approvals.models import ToolCall
-from approvals.selectors import sees_call_and_pending_count, with_key_values
+from approvals.selectors import sees_calls_and_pending_count, with_key_values
 from approvals.web.call_panel import panel_context, viewer_key
 
 log = logging.getLogger(__name__)
@@ -64,6 +66,7 @@ USER_TTL = 30.0
 _sockets: dict[int, set] = defaultdict(set)  # user id -> this process's open queue sockets
 _users: dict[int, tuple[float, User, tuple]] = {}  # id -> (loaded at, user, permission group); database thread only
 _listener: dict = {}  # this process's member of the queue group: loop, channel, task
+BATCH = 20  # hints worked out in one job at most: the first of them waits for the job
 REJOIN_EVERY = 3600.0  # seconds; a channel layer forgets group members after a day (group_expiry)
 
 
@@ -87,10 +90,18 @@ async def _ensure_listener(layer) -> None:
         await layer.group_discard(QUEUE_GROUP, _listener["channel"])
     channel = await layer.new_channel()  # the layer's own kind: it shares the process's one receive loop
     await layer.group_add(QUEUE_GROUP, channel)
-    _listener.update(loop=loop, channel=channel, task=loop.create_task(_listen(layer, channel)))
+    hints: asyncio.Queue[int] = asyncio.Queue()
+    _listener.update(
+        loop=loop,
+        channel=channel,
+        hints=hints,
+        task=loop.create_task(_listen(layer, channel, hints)),
+        pusher=loop.create_task(_push_all(hints)),
+    )
 
 
-async def _listen(layer, channel: str) -> None:
+async def _listen(layer, channel: str, hints: "asyncio.Queue[int]") -> None:
+    """Takes each hint off the channel layer as it comes; _push_all works them out."""
     joined = time.monotonic()
     while True:
         try:
@@ -99,7 +110,7 @@ async def _listen(layer, channel: str) -> None:
                 await layer.group_add(QUEUE_GROUP, channel)
                 joined = time.monotonic()
             if event.get("type") == "call.changed":
-                await _dispatch(event["call_id"])
+                hints.put_nowait(event["call_id"])
         except asyncio.CancelledError:
             raise
         except Exception:  # a push is a hint: the page re-reads the database on reconnect
@@ -107,16 +118,33 @@ async def _listen(layer, channel: str) -> None:
             await asyncio.sleep(0.5)
 
 
-async def _dispatch(call_id: int) -> None:
-    """Each local socket gets its user's message about this call, if its user may see the call."""
-    messages = await _run_job(call_id, list(_sockets))
-    for user_id, consumers in list(_sockets.items()):
-        message = messages.get(user_id)
-        for consumer in list(consumers) if message is not None else ():
-            try:
-                await consumer.send(text_data=message)
-            except Exception as exc:  # a socket closing as we send: the others still get theirs
-                log.debug("a queue push was not sent: %s", exc)
+async def _push_all(hints: "asyncio.Queue[int]") -> None:
+    """One job for every hint that came while the last job ran (BATCH at most), pushed in the hints' order.
+
+    A job per hint made a hundred calls proposed at once wait for each other's ~6 queries, one job after
+    another (bench/agents_waiting.py: the hundredth push came seconds after its proposal's answer)."""
+    while True:
+        call_ids = [await hints.get()]
+        while len(call_ids) < BATCH and not hints.empty():
+            call_ids.append(hints.get_nowait())
+        try:
+            await _dispatch(list(dict.fromkeys(call_ids)))  # a call changed twice is read once, as it is now
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a push is a hint: the page re-reads the database on reconnect
+            log.exception("the queue pushes failed; they go on")
+
+
+async def _dispatch(call_ids: list[int]) -> None:
+    """Each local socket gets its user's message about each of these calls its user may see, in this order."""
+    messages = await _run_job(call_ids, list(_sockets))
+    for call_id in call_ids:
+        for user_id, message in messages.get(call_id, {}).items():
+            for consumer in list(_sockets.get(user_id, ())):
+                try:
+                    await consumer.send(text_data=message)
+                except Exception as exc:  # a socket closing as we send: the others still get theirs
+                    log.debug("a queue push was not sent: %s", exc)
 
 
 def _permission_group(user) -> tuple:
@@ -143,31 +171,40 @@ def _current_users(user_ids) -> list[tuple[User, tuple]]:
     return [(_users[pk][1], _users[pk][2]) for pk in user_ids if pk in _users]
 
 
-def _load_call(call_id: int) -> ToolCall | None:
-    return (
+def _load_calls(call_ids: list[int]) -> list[ToolCall]:
+    calls = (
         ToolCall.objects.select_related("run", "run__requested_by", "review_group", "reviewing_by")
         .prefetch_related(ToolCall.decisions_prefetch())  # can_decide() reads them for each reviewer
-        .filter(pk=call_id)
-        .first()
+        .filter(pk__in=call_ids)
     )
+    return with_key_values(sorted(calls, key=lambda call: call_ids.index(call.pk)))
 
 
 def call_messages(call_id: int, user_ids) -> dict[int, str]:
     """The push (PUSH_TEMPLATE) for each of these users who may see the call, read from the database."""
-    call = _load_call(call_id)
-    if call is None:
+    return calls_messages([call_id], user_ids).get(call_id, {})
+
+
+def calls_messages(call_ids: list[int], user_ids) -> dict[int, dict[int, str]]:
+    """call_messages() for several calls: read together, and who sees which asked once per permission group."""
+    calls = _load_calls(call_ids)
+    if not calls:
         return {}
-    with_key_values([call])
-    decision = None if call.is_pending else call.final_decision()
     groups = defaultdict(list)
     for user, permission_group in _current_users(list(user_ids)):
         groups[permission_group].append(user)
+    seen = {key: sees_calls_and_pending_count(members[0], call_ids) for key, members in groups.items()}
+    return {call.pk: _messages(call, groups, seen, user_ids) for call in calls}
+
+
+def _messages(call: ToolCall, groups: dict, seen: dict, user_ids) -> dict[int, str]:
+    decision = None if call.is_pending else call.final_decision()
     html_by_view: dict[str, str] = {}
     messages = {}
     browser = observers.browser_notifications(call, user_ids) if call.is_pending else {}
-    for members in groups.values():
-        sees, pending = sees_call_and_pending_count(members[0], call_id)
-        if not sees:
+    for key, members in groups.items():
+        visible, pending = seen[key]
+        if call.pk not in visible:
             continue
         for user in members:
             context = panel_context(user, call, decision) | {"queue_count": pending}
@@ -208,14 +245,14 @@ def close_push_connection() -> None:
         _executor().submit(connections.close_all).result()
 
 
-async def _run_job(call_id: int, user_ids: list[int]) -> dict[int, str]:
+async def _run_job(call_ids: list[int], user_ids: list[int]) -> dict[int, dict[int, str]]:
     start = time.perf_counter()
     try:
         return await sync_to_async(_in_push_thread, thread_sensitive=False, executor=_executor())(
-            call_messages, call_id, user_ids
+            calls_messages, call_ids, user_ids
         )
     except Exception:  # a push is a hint: the page re-reads the database on reconnect
-        log.exception("rendering the live push for call %s failed", call_id)
+        log.exception("rendering the live push for calls %s failed", call_ids)
         return {}
     finally:
         observers.measured("push_fanout", time.perf_counter() - start)

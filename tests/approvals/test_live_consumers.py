@@ -1,5 +1,8 @@
 """The live sockets, through the real ASGI application (origin check, session login)."""
 
+import asyncio
+import threading
+
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
@@ -99,6 +102,40 @@ async def test_every_reviewer_receives_the_outcome_when_a_call_is_decided(run, r
         assert "Approved by <strong>bob</strong>" in push["html"]
         assert '/approve/"' not in push["html"]
         await communicator.disconnect()
+
+
+async def test_calls_proposed_while_a_push_is_worked_out_are_worked_out_together(run, reviewer, monkeypatch):
+    """A job per hint made a hundred proposals' pushes wait, one job after another, for each other's queries."""
+    from approvals.live import fanout
+
+    jobs, first_started, go_on = [], threading.Event(), threading.Event()
+    calls_messages = fanout.calls_messages
+
+    def first_job_held(call_ids, user_ids):
+        jobs.append(list(call_ids))
+        if len(jobs) == 1:
+            first_started.set()
+            go_on.wait(30)
+        return calls_messages(call_ids, user_ids)
+
+    monkeypatch.setattr(fanout, "calls_messages", first_job_held)
+    alice = await connected("/ws/queue/", reviewer)
+    first = await propose(run, "issue_refund", REFUND, "call_1")
+    assert await asyncio.to_thread(first_started.wait, 30)
+    later = [await propose(run, "issue_refund", REFUND | {"amount": 40 + i}, f"call_{i}") for i in range(2, 6)]
+    await until(lambda: fanout._listener["hints"].qsize() == len(later))
+    go_on.set()
+
+    assert [(await receive(alice))["id"] for _ in range(5)] == [first.pk] + [call.pk for call in later]
+    assert jobs == [[first.pk], [call.pk for call in later]]  # the four that waited: one job
+    await alice.disconnect()
+
+
+async def until(condition, seconds: float = 30.0) -> None:
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "not within the ceiling"
+        await asyncio.sleep(0.01)
 
 
 async def test_a_reviewer_receives_nothing_for_calls_it_may_not_decide(run, reviewer, reviewer2, monkeypatch):

@@ -48,7 +48,7 @@ def test_push_jobs_keep_one_database_connection_and_replace_a_broken_one(call, r
     connection_created.connect(created, weak=False, dispatch_uid="push-test")
     try:
         for _ in range(3):
-            assert reviewer.pk in async_to_sync(fanout._run_job)(call.pk, [reviewer.pk])
+            assert reviewer.pk in async_to_sync(fanout._run_job)([call.pk], [reviewer.pk])[call.pk]
         assert len(opened) == 1  # one connection for three pushes (with a web process's CONN_MAX_AGE 0: three)
 
         with connection.cursor() as cursor:  # the database drops the push thread's connection
@@ -56,7 +56,7 @@ def test_push_jobs_keep_one_database_connection_and_replace_a_broken_one(call, r
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
                 " WHERE datname = current_database() AND pid <> pg_backend_pid()"
             )
-        assert reviewer.pk in async_to_sync(fanout._run_job)(call.pk, [reviewer.pk])
+        assert reviewer.pk in async_to_sync(fanout._run_job)([call.pk], [reviewer.pk])[call.pk]
         assert len(opened) == 2  # checked before reuse, and replaced
     finally:
         connection_created.disconnect(dispatch_uid="push-test")

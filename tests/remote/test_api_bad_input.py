@@ -120,3 +120,21 @@ def test_a_bad_tool_declaration_is_refused_by_field(agent, change, field):
 
 def test_a_bad_tool_name_is_refused(agent):
     assert "name" in refused(agent.put("/tools/bad%20name", REFUND_TOOL), 422)["errors"]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_the_database_refuses_is_a_503_to_retry_not_a_500(require_postgres, refund_agent, monkeypatch):
+    import psycopg
+    from django.db import connection
+
+    def too_many(*args, **kwargs):
+        raise psycopg.OperationalError("connection failed: FATAL:  sorry, too many clients already")
+
+    connection.close()
+    monkeypatch.setattr(connection, "get_new_connection", too_many)
+    response = refund_agent.post("/calls", PROPOSAL)
+    monkeypatch.undo()
+
+    assert "try again" in refused(response, 503)["detail"] and response["Retry-After"] == "1"
+    assert refund_agent.post("/calls", PROPOSAL).status_code == 201  # the retry, once it may connect

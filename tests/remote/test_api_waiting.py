@@ -11,7 +11,7 @@ from django.test import Client
 from approvals import services
 from approvals.models import ToolCall
 from remote import waiting
-from tests.agentapi import AgentClient
+from tests.agentapi import PROPOSAL, AgentClient
 from tests.settings import reachable
 from tests.waiting import wait_for
 
@@ -194,3 +194,35 @@ def test_one_recheck_reads_every_call_the_process_waits_on_and_wakes_only_the_de
 
     assert asyncio.run(wait_on_all()) == (False, False)
     assert checked[0] == sorted([decided, *pending])  # one query for the three waiting calls
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_through_the_asgi_app_a_waiting_long_poll_holds_no_request_slot(proposed, settings):
+    """One slot (runtime/slots.py): had the waiting long-poll kept it, the proposal would wait for its 60 s."""
+    import httpx
+    from asgiref.sync import sync_to_async
+
+    from reviewhub.asgi import application
+
+    settings.WEB_REQUEST_SLOTS = 1
+    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120
+    agent, reviewer, call = proposed
+    headers = {"Authorization": f"Bearer {agent.token}"}
+    transport = httpx.ASGITransport(app=application)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver", headers=headers) as http:
+        poll = asyncio.create_task(http.get(f"/api/v1/calls/{call.pk}", params={"wait": 60}, timeout=90))
+        deadline = asyncio.get_running_loop().time() + 30
+        while call.pk not in waiting._waiters:
+            assert asyncio.get_running_loop().time() < deadline, "the long-poll never started waiting"
+            await asyncio.sleep(0.01)
+        other = await http.post("/api/v1/calls", json=PROPOSAL | {"idempotency_key": "other"}, timeout=30)
+        assert other.status_code == 201 and not poll.done()
+
+        try:
+            await sync_to_async(services.toolcall_decide)(
+                call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash
+            )
+        finally:
+            await sync_to_async(connections.close_all)()  # asgiref's thread's, before the database is dropped
+        assert (await asyncio.wait_for(poll, 30)).json()["status"] == "approved"

@@ -1,0 +1,351 @@
+"""A fleet over a minute: N remote agents, each proposing P calls, paced evenly over S seconds (issue 26).
+
+    .venv/bin/python bench/agents_fleet.py --agents 1000 --proposals 10 --over 60
+    .venv/bin/python bench/agents_fleet.py --agents 200 --proposals 5 --over 20 --decide-every 5
+
+The same production-like stack as bench/agents_waiting.py (PostgreSQL, Redis, two uvicorn processes, one
+Celery worker for webhook deliveries; one identity and token per agent, half of them with a webhook). The
+agents' proposals are spread evenly over the run (agent i's j-th at (j * N + i) / (N * P) of it); after each
+proposal the agent long-polls its call until its next proposal is due (at most 60 s). One reviewer's queue
+socket records each call's push; a decider approves every Kth call (--decide-every) as soon as its push
+arrives, so decision → long-poll and → webhook are measured while the fleet keeps proposing. Printed: the
+three latencies (p50/p95/p99/max), proposals per second achieved, HTTP answers that were not 2xx by status
+(and client errors by kind), CPU ms per proposal (uvicorn workers, PostgreSQL, the whole machine) and each
+uvicorn worker's RSS at the start, every 10 s and at the end, each beside the load average.
+
+PostgreSQL's CPU is the server's, every database's: another client of the same server counts too.
+"""
+
+import argparse
+import asyncio
+import collections
+import contextlib
+import gc
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import agents_waiting as waiting  # noqa: E402
+from bench.agents_waiting import TOOL, Receiver, Round, make_people, start_worker, summary, webhook_path  # noqa: E402
+from bench.common import setup_django  # noqa: E402
+from bench.fanout import free_port, start_server  # noqa: E402
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--agents", type=int, default=1000)
+    parser.add_argument("--proposals", type=int, default=10, help="proposals per agent")
+    parser.add_argument("--over", type=float, default=60.0, help="seconds the proposals are spread over")
+    parser.add_argument("--decide-every", type=int, default=10, help="the decider approves every Kth call")
+    parser.add_argument("--workers", type=int, default=2, help="uvicorn worker processes")
+    parser.add_argument("--sample-every", type=float, default=10.0, help="seconds between RSS samples")
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/reviewhub_bench_agents"),
+    )
+    parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
+    return parser.parse_args()
+
+
+class Fleet(Round):
+    """Round's time stamps, plus what a minute of proposals adds."""
+
+    def __init__(self, decide_every: int):
+        super().__init__()
+        self.decide_every = decide_every
+        self.statuses: collections.Counter = collections.Counter()  # "proposal 503", "poll 500", "poll ReadTimeout"
+        self.to_decide: set[int] = set()
+        self.proposed = 0
+        self.left: dict[int, float] = {}  # call id → its agent stopped waiting on it (its next proposal was due)
+
+
+async def prepare(http, tokens: list[str], hook_url: str, hooked: int) -> None:
+    """Each agent declares its tool; the first `hooked` register the receiver (20 at a time)."""
+    from remote.models import Webhook
+
+    limit = asyncio.Semaphore(20)
+
+    async def one(i: int, token: str) -> None:
+        headers = {"Authorization": f"Bearer {token}"}
+        async with limit:
+            (await http.put("/api/v1/tools/issue_refund", json=TOOL, headers=headers)).raise_for_status()
+            hooks = Webhook.objects.filter(agent__name=f"bench-agent-{i}")
+            await hooks.exclude(url=hook_url).aupdate(active=False)
+            if i >= hooked:
+                await hooks.aupdate(active=False)
+            elif not await hooks.filter(active=True).aexists():
+                (await http.post("/api/v1/webhooks", json={"url": hook_url}, headers=headers)).raise_for_status()
+
+    await asyncio.gather(*(one(i, token) for i, token in enumerate(tokens)))
+
+
+async def agent(http, i: int, token: str, fleet: Fleet, args, start: float, stamp: str, hooked: bool) -> None:
+    """Propose at this agent's paced times; between them, long-poll the last call until the next is due."""
+    headers = {"Authorization": f"Bearer {token}"}
+    total = args.agents * args.proposals
+    due = [start + (j * args.agents + i) / total * args.over for j in range(args.proposals)]
+    for j, at in enumerate(due):
+        await asyncio.sleep(max(0.0, at - time.perf_counter()))
+        body = {
+            "thread_id": f"fleet-{stamp}-{i}-{j}",
+            "tool": "issue_refund",
+            "arguments": {"order_id": "A-1001", "amount": 49},
+            "idempotency_key": f"fleet-{stamp}-{i}-{j}",
+        }
+        call_id = await propose(http, headers, body, fleet, hooked)
+        until = due[j + 1] if j + 1 < len(due) else start + args.over + 10
+        if call_id is not None:
+            await poll(http, headers, call_id, until, fleet)
+
+
+async def propose(http, headers, body, fleet: Fleet, hooked: bool) -> int | None:
+    sent = time.perf_counter()
+    try:
+        answer = await http.post("/api/v1/calls", json=body, headers=headers)
+    except Exception as exc:  # counted, as an agent would retry it
+        fleet.statuses[f"proposal {type(exc).__name__}"] += 1
+        return None
+    if answer.status_code != 201:
+        fleet.statuses[f"proposal {answer.status_code}"] += 1
+        return None
+    call_id = answer.json()["id"]
+    fleet.sent[call_id], fleet.answered[call_id] = sent, time.perf_counter()
+    fleet.proposed += 1
+    if call_id % fleet.decide_every == 0:
+        fleet.to_decide.add(call_id)
+        if hooked:
+            fleet.hooked.add(call_id)
+    return call_id
+
+
+async def poll(http, headers, call_id: int, until: float, fleet: Fleet) -> None:
+    while (left := until - time.perf_counter()) > 0.5:
+        try:
+            wait = {"wait": max(1, min(60, int(left)))}
+            answer = await http.get(f"/api/v1/calls/{call_id}", params=wait, headers=headers)
+        except Exception as exc:
+            fleet.statuses[f"poll {type(exc).__name__}"] += 1
+            return
+        if answer.status_code != 200:
+            fleet.statuses[f"poll {answer.status_code}"] += 1
+            return
+        if answer.json()["status"] != "pending":
+            fleet.returned[call_id] = time.perf_counter()
+            return
+    fleet.left[call_id] = time.perf_counter()
+
+
+def decide_as_pushed(reviewer, fleet: Fleet, done: threading.Event) -> None:
+    """Approve each call to decide as soon as its push has arrived, stamping each commit."""
+    from django.db import connection, transaction
+
+    from approvals import services
+    from approvals.models import ToolCall
+
+    try:
+        while not done.is_set() or fleet.to_decide - set(fleet.committed):
+            ready = sorted(c for c in fleet.to_decide - set(fleet.committed) if c in fleet.pushed)
+            for call_id in ready:
+                call = ToolCall.objects.get(pk=call_id)
+                with transaction.atomic():
+                    transaction.on_commit(lambda call_id=call_id: waiting.stamp(fleet, call_id))
+                    services.toolcall_decide(
+                        call_id=call_id, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash
+                    )
+            time.sleep(0.01)
+    finally:
+        connection.close()
+
+
+def _stat(pid: int) -> list[int]:
+    """utime, stime, cutime, cstime (clock ticks) of a process."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return [int(value) for value in fields[11:15]]
+
+
+def _children(pid: int) -> list[int]:
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def postgres_ticks(postmaster: int) -> int:
+    """The server's CPU so far: the postmaster, its reaped backends, and its live ones."""
+    live = 0
+    for pid in _children(postmaster):
+        with contextlib.suppress(OSError):  # ended meanwhile: reaped, it counts in the postmaster's cutime next time
+            live += sum(_stat(pid)[:2])
+    return sum(_stat(postmaster)) + live
+
+
+def machine_ticks() -> int:
+    user, nice, system, idle, iowait, *rest = (
+        int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]
+    )
+    return user + nice + system + sum(rest[:3])
+
+
+class Machine:
+    """CPU used between its start and stop(): the uvicorn workers, PostgreSQL (the whole server), the machine."""
+
+    def __init__(self, pids: list[int], postmaster: int):
+        self.pids, self.postmaster = pids, postmaster
+        self.start = self.read()
+        self.end = self.start
+
+    def read(self) -> tuple[int, int, int, int]:
+        workers = sum(sum(_stat(pid)[:2]) for pid in self.pids)
+        return workers, postgres_ticks(self.postmaster), sum(_stat(os.getpid())[:2]), machine_ticks()
+
+    def stop(self) -> None:
+        self.end = self.read()
+
+    def per(self, count: int, what: str) -> str:
+        web, database, bench, machine = ((b - a) * 1000 / TICK / max(count, 1) for a, b in zip(self.start, self.end))
+        return (
+            f"CPU ms per {what}: uvicorn workers {web:.1f}, PostgreSQL {database:.1f}, this bench {bench:.1f},"
+            f" the machine {machine:.1f}"
+        )
+
+
+def postmaster_pid() -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW data_directory")
+        directory = cursor.fetchone()[0]
+    return int(Path(directory, "postmaster.pid").read_text().split()[0])
+
+
+def uvicorn_workers(server_pid: int) -> list[int]:
+    return [pid for pid in _children(server_pid) if "resource_tracker" not in _cmdline(pid)]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def rss_line(label: str, pids: list[int], proposed: int) -> str:
+    sizes = []
+    for pid in pids:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+            sizes.append(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS")))
+        except (OSError, StopIteration):
+            sizes.append("gone")
+    load = os.getloadavg()[0]
+    kib = " / ".join(f"{int(size) / 1024:.1f}" if size != "gone" else size for size in sizes)
+    return f"  RSS {label:<8} {kib} MiB (workers {', '.join(map(str, pids))}); {proposed} proposed; load {load:.2f}"
+
+
+async def sample_rss(pids: list[int], fleet: Fleet, every: float, lines: list[str], start: float) -> None:
+    while True:
+        await asyncio.sleep(every)
+        lines.append(rss_line(f"{time.perf_counter() - start:.0f} s", pids, fleet.proposed))
+
+
+async def run(args, port: int, people, receiver, server_pid: int) -> tuple[Fleet, list[str], Machine, float]:
+    import httpx
+
+    reviewer, cookie, tokens = people
+    hooked = len(tokens) // 2
+    limits = httpx.Limits(max_connections=len(tokens) * 3, max_keepalive_connections=len(tokens) * 3)
+    async with httpx.AsyncClient(
+        base_url=f"http://127.0.0.1:{port}", limits=limits, timeout=90, trust_env=False
+    ) as http:
+        await prepare(http, tokens, receiver.url, hooked)
+        gc.collect()
+        gc.freeze()
+        fleet, ready, done = Fleet(args.decide_every), asyncio.Event(), threading.Event()
+        watcher = asyncio.create_task(waiting.watch_queue(port, cookie, fleet, ready))
+        await asyncio.wait_for(ready.wait(), 30)
+        pids = uvicorn_workers(server_pid)
+        lines = [rss_line("start", pids, 0)]
+        machine = Machine(pids, await asyncio.to_thread(postmaster_pid))
+        start = time.perf_counter() + 1.0
+        sampler = asyncio.create_task(sample_rss(pids, fleet, args.sample_every, lines, start))
+        decider = asyncio.create_task(asyncio.to_thread(decide_as_pushed, reviewer, fleet, done))
+        stamp = time.strftime("%H%M%S")
+        agents = [agent(http, i, token, fleet, args, start, stamp, i < hooked) for i, token in enumerate(tokens)]
+        await asyncio.gather(*agents)
+        elapsed = max(fleet.answered.values(), default=start) - start
+        machine.stop()
+        done.set()
+        await asyncio.wait_for(decider, 120)
+        await waiting.wait_until(lambda: fleet.hooked & set(fleet.committed) <= set(receiver.arrivals), 30)
+        await asyncio.sleep(3)
+        lines.append(rss_line("end", pids, fleet.proposed))
+        sampler.cancel()
+        watcher.cancel()
+        return fleet, lines, machine, elapsed
+
+
+def report(args, fleet: Fleet, receiver, lines: list[str], machine: Machine, elapsed: float) -> None:
+    calls = sorted(fleet.sent)
+    decided = [c for c in calls if c in fleet.committed]
+    pushes = [(fleet.pushed[c] - fleet.answered[c]) * 1000 for c in calls if c in fleet.pushed]
+    since_sent = [(fleet.pushed[c] - fleet.sent[c]) * 1000 for c in calls if c in fleet.pushed]
+    answers = [(fleet.answered[c] - fleet.sent[c]) * 1000 for c in calls]
+    waited = [c for c in decided if c in fleet.returned or fleet.left.get(c, 0) > fleet.committed[c]]
+    polls = [(fleet.returned[c] - fleet.committed[c]) * 1000 for c in waited if c in fleet.returned]
+    hooked = fleet.hooked & set(decided)
+    hooks = [(receiver.arrivals[c][0] - fleet.committed[c]) * 1000 for c in hooked if c in receiver.arrivals]
+    wanted = args.agents * args.proposals
+    load = os.getloadavg()
+    print(
+        f"{args.agents} agents × {args.proposals} proposals over {args.over:.0f} s ({wanted / args.over:.1f}/s asked);",
+        end=" ",
+    )
+    print(f"{os.cpu_count()} CPUs; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"proposals answered 201: {len(calls)} of {wanted}, {len(calls) / elapsed:.1f}/s over {elapsed:.1f} s")
+    print(f"not 2xx or no answer: {dict(fleet.statuses) or 'none'}")
+    print(f"{'':<44} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'max ms':>8}   count")
+    print(summary("proposal request sent → response", answers, wanted))
+    print(summary("proposal response → queue push", pushes, len(calls)))
+    print(summary("proposal request sent → queue push", since_sent, len(calls)))
+    print(summary("decision commit → long-poll returns", polls, len(waited)))
+    print(summary("decision commit → webhook delivered", hooks, len(hooked)))
+    duplicates = sum(len(receiver.arrivals[c]) - 1 for c in hooked if c in receiver.arrivals)
+    lost = len(calls) - len(pushes), len(waited) - len(polls), len(hooked) - len(hooks)
+    print(f"lost: {lost[0]} pushes, {lost[1]} long-polls, {lost[2]} webhooks;", end=" ")
+    print(f"{duplicates} duplicate deliveries", end=" ")
+    print(f"({len(decided)} decided, {len(waited)} of them while their agent still waited)")
+    print(machine.per(len(calls), "proposal"))
+    print("\n".join(lines))
+    fleet.hooked = hooked
+    webhook_path(fleet, receiver)
+
+
+def main() -> None:
+    args = parse_args()
+    environ = {"REDIS_URL": args.redis_url, "CELERY_QUEUE": waiting.QUEUE, "REVIEWHUB_WEBHOOK_ALLOW_PRIVATE": "1"}
+    os.environ.pop("REVIEWHUB_RESUME", None)
+    setup_django(args.database_url, **environ, REVIEWHUB_TASKS_IN_PROCESS="0")
+    from approvals.models import ToolCall
+
+    ToolCall.objects.filter(status=ToolCall.Status.PENDING).update(status=ToolCall.Status.CANCELLED)
+    people = make_people(args.agents)
+    receiver = Receiver()
+    port = free_port()
+    server = start_server(argparse.Namespace(no_deflate=False, workers=args.workers), port)
+    worker = start_worker()
+    try:
+        fleet, lines, machine, elapsed = asyncio.run(run(args, port, people, receiver, server.pid))
+    finally:
+        server.terminate()
+        worker.terminate()
+        server.wait(timeout=30)
+        worker.wait(timeout=30)
+    report(args, fleet, receiver, lines, machine, elapsed)
+
+
+if __name__ == "__main__":
+    main()

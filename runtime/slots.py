@@ -1,0 +1,160 @@
+"""How many HTTP requests an ASGI process works on at once (settings.WEB_REQUEST_SLOTS), each on one of the
+process's WEB_REQUEST_SLOTS threads, which keep their database connection between requests
+(WEB_CONN_MAX_AGE seconds, checked before reuse). The other requests wait their turn in the event loop,
+holding no thread and no connection.
+
+Django under ASGI gives each request's sync code a new thread (asgiref's ThreadSensitiveContext), and each
+thread opens a database connection of its own and closes it at the end (CONN_MAX_AGE 0: a connection kept by
+a thread that ends would leak). A hundred agents proposing at once were sixty threads per process and ninety
+PostgreSQL connections (`max_connections` is 100), those threads starved the process's event loop — the
+responses, the channel layer, the queue's live pushes — of the GIL, and every request paid for a new
+connection: about 13 ms of PostgreSQL's CPU (a backend started, its caches filled) and 2-3 ms of ours, as
+much as the proposal itself (bench/agents_fleet.py).
+
+With 100 agents proposing at once on two cores (bench/agents_waiting.py), 8 slots per process left the queue
+push's p99 at 1.7-2.6 s after the proposal's answer, 4 at 0.9 s, 2 at 0.3-0.4 s, and 2 answered the hundred
+soonest: more threads only take turns at the GIL, and the event loop waits with them.
+
+A request that waits for something other than this process (a long-poll) gives its slot back while it waits
+(`async with released(): ...`) and takes one again, maybe another thread, before any request waiting for one:
+what it does after (a read and its answer) is short, and the agent waits for it. That needs
+every middleware to run async (reviewhub/staticfiles.py): below a sync-only one, Django runs the request from
+a thread it holds to the end.
+"""
+
+import asyncio
+import collections
+import contextlib
+import contextvars
+import threading
+import weakref
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+
+from asgiref.sync import ThreadSensitiveContext
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections
+
+_pools: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pool]" = weakref.WeakKeyDictionary()
+_thread = threading.local()
+
+
+def _keep_connection() -> None:
+    """A slot thread's start: its connection is kept between requests (this thread's copy of the settings)."""
+    _thread.slot = True
+    connection = connections[DEFAULT_DB_ALIAS]
+    connection.settings_dict = connection.settings_dict | {
+        "CONN_MAX_AGE": settings.WEB_CONN_MAX_AGE,
+        "CONN_HEALTH_CHECKS": True,
+    }
+
+
+def in_slot_thread() -> bool:
+    """Whether this is a slot's thread, whose connection the next request on it uses again."""
+    return getattr(_thread, "slot", False)
+
+
+class _Pool:
+    """The process's slot threads: the idle ones, and the requests waiting for one in turn."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.idle = [
+            ThreadPoolExecutor(1, thread_name_prefix="web-slot", initializer=_keep_connection) for _ in range(size)
+        ]
+        self.waiting: collections.deque[asyncio.Future[ThreadPoolExecutor]] = collections.deque()
+
+    async def take(self, first: bool) -> ThreadPoolExecutor:
+        """A thread; `first`: before every request waiting (a long-poll woken by its decision)."""
+        if self.idle:
+            return self.idle.pop()
+        future = asyncio.get_running_loop().create_future()
+        self.waiting.appendleft(future) if first else self.waiting.append(future)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():  # handed a thread as it was cancelled
+                self.give(future.result())
+            with contextlib.suppress(ValueError):
+                self.waiting.remove(future)
+            raise
+
+    def give(self, thread: ThreadPoolExecutor) -> None:
+        while self.waiting:
+            future = self.waiting.popleft()
+            if not future.done():
+                future.set_result(thread)
+                return
+        self.idle.append(thread)
+
+
+class _Slot(Executor):
+    """The executor a request's sync code runs on: the thread of the slot it holds now."""
+
+    def __init__(self, pool: _Pool):
+        self.pool = pool
+        self.thread: ThreadPoolExecutor | None = None
+
+    async def take(self, first: bool = False) -> None:
+        self.thread = await self.pool.take(first)
+
+    def give_back(self) -> None:
+        if self.thread is not None:
+            self.pool.give(self.thread)
+            self.thread = None
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        if self.thread is None:
+            raise RuntimeError("sync work in a request that gave its slot back")
+        return self.thread.submit(fn, *args, **kwargs)
+
+
+_slot: contextvars.ContextVar[_Slot | None] = contextvars.ContextVar("web_request_slot", default=None)
+
+
+def _pool(size: int) -> _Pool:
+    loop = asyncio.get_running_loop()
+    if loop not in _pools or _pools[loop].size != size:  # tests change the setting
+        _pools[loop] = _Pool(size)
+    return _pools[loop]
+
+
+def limited(app):
+    """The ASGI app, with at most WEB_REQUEST_SLOTS of its HTTP requests at work at once (0: no limit)."""
+
+    async def limited_app(scope, receive, send):
+        size = settings.WEB_REQUEST_SLOTS
+        if scope["type"] != "http" or size <= 0:
+            return await app(scope, receive, send)
+        slot = _Slot(_pool(size))
+        await slot.take()
+        token = _slot.set(slot)
+        try:
+            async with ThreadSensitiveContext(executor=slot):  # Django's own, inside, then changes nothing
+                return await app(scope, receive, send)
+        finally:
+            _slot.reset(token)
+            slot.give_back()
+
+    return limited_app
+
+
+async def close_connections() -> None:
+    """Close the connections this loop's slot threads keep (tests: before the test database is dropped)."""
+    pool = _pools.get(asyncio.get_running_loop())
+    for thread in list(pool.idle) if pool else []:
+        await asyncio.wrap_future(thread.submit(connections.close_all))
+
+
+@contextlib.asynccontextmanager
+async def released():
+    """The request's slot given back for this block, and one taken again after it (outside a limited app:
+    nothing). No sync work in the block: it has no thread."""
+    slot = _slot.get()
+    if slot is None or slot.thread is None:
+        yield
+        return
+    slot.give_back()
+    try:
+        yield
+    finally:
+        await slot.take(first=True)

@@ -1,0 +1,24 @@
+"""Static files through the ASGI application, whose middleware can all run async."""
+
+import httpx
+import pytest
+
+from reviewhub.asgi import application
+
+
+@pytest.mark.asyncio
+async def test_a_static_file_is_served():
+    transport = httpx.ASGITransport(app=application)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+        answer = await http.get("/static/reviewhub/live.js")
+    assert answer.status_code == 200 and "javascript" in answer.headers["content-type"]
+    assert "htmx" in answer.text
+
+
+def test_every_middleware_can_run_async():
+    """One sync-only middleware makes Django run the rest of each request from a thread the request holds to
+    its end (runtime/slots.py: a long-poll could not give its slot back)."""
+    from django.conf import settings
+    from django.utils.module_loading import import_string
+
+    assert [path for path in settings.MIDDLEWARE if not getattr(import_string(path), "async_capable", False)] == []
