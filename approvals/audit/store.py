@@ -88,8 +88,8 @@ _prepared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # psycopg's 
 
 
 def _kept(connection) -> bool:
-    """Whether this connection outlives its request or task (a worker's, the push thread's: CONN_MAX_AGE not 0).
-    Only there does preparing the statement pay: a web request's connection, closed at the request's end, would
+    """Whether this connection outlives its request or task (CONN_MAX_AGE not 0: a worker's, a request slot's, the
+    push thread's). Only there does preparing the statement pay: a connection closed at its request's end would
     prepare it for the one or two events the request records, one round trip more for each request."""
     return connection.settings_dict.get("CONN_MAX_AGE") != 0
 
