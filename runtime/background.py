@@ -17,6 +17,8 @@ log = logging.getLogger(__name__)
 
 _pools: dict[str, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
+_in_flight = 0  # tasks handed to a pool here and not yet finished
+_settled = threading.Condition()
 
 
 def background(task, *args, queue: str = "", countdown: float = 0, pool: str = "background", threads: int = 1) -> None:
@@ -42,7 +44,27 @@ def _in_thread(task, args: tuple, pool: str, threads: int) -> None:
     with _pools_lock:
         if pool not in _pools:
             _pools[pool] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=pool)
-    _pools[pool].submit(run_here, task, args)
+    global _in_flight
+    with _settled:
+        _in_flight += 1
+    _pools[pool].submit(_counted, task, args)
+
+
+def _counted(task, args: tuple) -> None:
+    global _in_flight
+    try:
+        run_here(task, args)
+    finally:
+        with _settled:
+            _in_flight -= 1
+            _settled.notify_all()
+
+
+def wait_idle(timeout: float) -> bool:
+    """Wait until every task handed to a thread here has finished (tests, before their tables are emptied);
+    False if some still run after `timeout` seconds. A task still waiting for its countdown is not counted."""
+    with _settled:
+        return _settled.wait_for(lambda: _in_flight == 0, timeout)
 
 
 def run_here(task, args: tuple = ()) -> None:

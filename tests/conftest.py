@@ -65,6 +65,21 @@ def background_inline(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _background_settled_before_teardown(request):
+    """A transactional test's tables are emptied (TRUNCATE) at its end: the tasks it handed to the embedded
+    default's threads (notifications, webhooks) finish first, or one still reading deadlocks with the TRUNCATE."""
+    marker = request.node.get_closest_marker("django_db")
+    transactional = (marker is not None and marker.kwargs.get("transaction")) or any(
+        name in request.fixturenames for name in ("transactional_db", "live_server")
+    )
+    if transactional:
+        request.getfixturevalue("transactional_db")  # set up before this fixture, so torn down after it
+    yield
+    if transactional:
+        background.wait_idle(timeout=30)
+
+
+@pytest.fixture(autouse=True)
 def _clear_resumes():
     support.resumed.clear()
     yield
