@@ -31,9 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import agents_waiting as waiting  # noqa: E402
-from bench.agents_waiting import TOOL, Receiver, Round, make_people, start_worker, summary, webhook_path  # noqa: E402
-from bench.common import setup_django  # noqa: E402
-from bench.fanout import free_port, start_server  # noqa: E402
+from bench.agents_waiting import TOOL, Round, summary, webhook_path  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -326,17 +324,7 @@ def report(args, fleet: Fleet, receiver, lines: list[str], machine: Machine, ela
 
 def main() -> None:
     args = parse_args()
-    environ = {"REDIS_URL": args.redis_url, "CELERY_QUEUE": waiting.QUEUE, "REVIEWHUB_WEBHOOK_ALLOW_PRIVATE": "1"}
-    os.environ.pop("REVIEWHUB_RESUME", None)
-    setup_django(args.database_url, **environ, REVIEWHUB_TASKS_IN_PROCESS="0")
-    from approvals.models import ToolCall
-
-    ToolCall.objects.filter(status=ToolCall.Status.PENDING).update(status=ToolCall.Status.CANCELLED)
-    people = make_people(args.agents)
-    receiver = Receiver()
-    port = free_port()
-    server = start_server(argparse.Namespace(no_deflate=False, workers=args.workers), port)
-    worker = start_worker()
+    people, receiver, port, server, worker = waiting.stack_up(args)
     try:
         fleet, lines, machine, elapsed = asyncio.run(run(args, port, people, receiver, server.pid))
     finally:

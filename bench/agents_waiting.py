@@ -313,10 +313,10 @@ async def run_all(args, port: int, people, receiver) -> Round:
         return await one_round(http, port, people, tokens, tag=stamp, hooked=hooked, **options)
 
 
-def main() -> None:
-    args = parse_args()
-    global STAGGER
-    STAGGER = args.stagger
+def stack_up(args) -> tuple:
+    """Django on the bench database (no call left pending), the reviewer and the agents' tokens, the webhook
+    receiver, the uvicorn processes and the Celery worker: (people, receiver, port, server, worker). This bench's
+    and agents_fleet.py's."""
     environ = {"REDIS_URL": args.redis_url, "CELERY_QUEUE": QUEUE, "REVIEWHUB_WEBHOOK_ALLOW_PRIVATE": "1"}
     os.environ.pop("REVIEWHUB_RESUME", None)
     setup_django(args.database_url, **environ, REVIEWHUB_TASKS_IN_PROCESS="0")
@@ -324,10 +324,16 @@ def main() -> None:
 
     ToolCall.objects.filter(status=ToolCall.Status.PENDING).update(status=ToolCall.Status.CANCELLED)
     people = make_people(args.agents)
-    receiver = Receiver()
     port = free_port()
     server = start_server(argparse.Namespace(no_deflate=False, workers=args.workers), port)
-    worker = start_worker()
+    return people, Receiver(), port, server, start_worker()
+
+
+def main() -> None:
+    args = parse_args()
+    global STAGGER
+    STAGGER = args.stagger
+    people, receiver, port, server, worker = stack_up(args)
     try:
         rnd = asyncio.run(run_all(args, port, people, receiver))
     finally:
