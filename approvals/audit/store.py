@@ -20,6 +20,7 @@ more than running them.
 import hashlib
 import json
 import weakref
+from functools import lru_cache
 from typing import Any
 
 from django.db import connection
@@ -100,14 +101,21 @@ def _execute(cursor, sql: str, params: list) -> None:
     if not _kept(connection):
         cursor.execute(sql, params)
         return
-    name = "reviewhub_" + hashlib.sha256(sql.encode()).hexdigest()[:16]
+    name, prepare = _prepared_form(sql)
     names = _prepared.setdefault(connection.connection, set())
     if name not in names:
-        parts = sql.split("%s")
-        numbered = parts[0] + "".join(f"${i}{part}" for i, part in enumerate(parts[1:], start=1))
-        cursor.execute(f"PREPARE {name} AS {numbered}")
+        cursor.execute(prepare)
         names.add(name)
     cursor.execute(f"EXECUTE {name} ({', '.join(['%s'] * len(params))})", params)
+
+
+@lru_cache(maxsize=8)  # one per guard: the statement's text is the same for every event
+def _prepared_form(sql: str) -> tuple[str, str]:
+    """The statement's name (from its text) and its PREPARE, with its %s numbered $1, $2, ..."""
+    name = "reviewhub_" + hashlib.sha256(sql.encode()).hexdigest()[:16]
+    parts = sql.split("%s")
+    numbered = parts[0] + "".join(f"${i}{part}" for i, part in enumerate(parts[1:], start=1))
+    return name, f"PREPARE {name} AS {numbered}"
 
 
 def lock_head(chain: int) -> tuple[int, str]:
