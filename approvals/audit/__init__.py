@@ -44,14 +44,11 @@ def _jsonb_float(text: str):
     return value + 0.0  # -0.0 becomes 0.0
 
 
-def _jsonb_constant(name: str) -> str:
-    return _jsonb_float(name)  # NaN, Infinity, -Infinity: what json.dumps writes for them
-
-
 def _json_safe(payload) -> dict:
     """The payload as PostgreSQL's jsonb gives it back. Serialised once and parsed once: the parser hands each
-    float to _jsonb_float, instead of a walk of the whole payload in Python afterwards."""
-    return json.loads(canonical_json(payload or {}), parse_float=_jsonb_float, parse_constant=_jsonb_constant)
+    float, and the NaN and infinities json.dumps writes, to _jsonb_float, instead of a walk of the whole payload
+    in Python afterwards."""
+    return json.loads(canonical_json(payload or {}), parse_float=_jsonb_float, parse_constant=_jsonb_float)
 
 
 @dataclass(frozen=True)
