@@ -54,12 +54,6 @@ def pending_count(user) -> int:
     return _visible_waiting(user).order_by()[: triage.COUNT_CAP + 1].count()
 
 
-def sees_call_and_pending_count(user, call_id: int) -> tuple[bool, int]:
-    """Whether this user may see the call, and how many calls wait for them (to COUNT_CAP + 1): one query."""
-    seen, pending = sees_calls_and_pending_count(user, [call_id])
-    return bool(seen), pending
-
-
 def sees_calls_and_pending_count(user, call_ids: list[int]) -> tuple[set[int], int]:
     """Which of these calls this user may see, and how many calls wait for them (to COUNT_CAP + 1) if they
     may see any: one query."""

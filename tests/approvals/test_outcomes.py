@@ -44,10 +44,10 @@ def test_the_queue_lists_it_and_its_status_filter_finds_it(unknown, reviewer):
 
 
 def test_the_queue_badge_counts_it_as_the_queue_lists_it(unknown, reviewer):
-    from approvals.selectors import pending_count, sees_call_and_pending_count
+    from approvals.selectors import pending_count, sees_calls_and_pending_count
 
     assert pending_count(reviewer) == 1
-    assert sees_call_and_pending_count(reviewer, unknown.pk) == (True, 1)
+    assert sees_calls_and_pending_count(reviewer, [unknown.pk]) == ({unknown.pk}, 1)
     page = as_user(reviewer).get(reverse("approvals:queue")).content.decode()
     assert 'id="queue-count" data-count="1"' in page
 

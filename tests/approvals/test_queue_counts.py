@@ -60,9 +60,9 @@ def test_the_badge_and_the_push_count_stop_past_the_cap(reviewer, requester, dja
     run = pending_calls(8, requester=requester)
     call = run.tool_calls.first()
     assert selectors.pending_count(reviewer) == 6
-    assert selectors.sees_call_and_pending_count(reviewer, call.pk) == (True, 6)
+    assert selectors.sees_calls_and_pending_count(reviewer, [call.pk]) == ({call.pk}, 6)
     nobody = django_user_model.objects.create(username="nobody")  # not a reviewer
-    assert selectors.sees_call_and_pending_count(nobody, call.pk) == (False, 0)
+    assert selectors.sees_calls_and_pending_count(nobody, [call.pk]) == (set(), 0)
 
 
 def test_every_read_of_the_pending_calls_on_the_queue_page_is_bounded(client, reviewer, requester):
