@@ -81,6 +81,14 @@ def _message(error: dict) -> str:
     return str(error.get("msg", "Invalid value."))
 
 
+def _field_errors(exc: ValidationError) -> dict[str, list[str]]:
+    """ninja's validation errors as the API's field paths and sentences."""
+    errors: dict[str, list[str]] = {}
+    for error in exc.errors:
+        errors.setdefault(_field(error.get("loc", [])), []).append(_message(error))
+    return errors
+
+
 def error_body(detail: str, errors: dict | None = None) -> dict:
     return {"detail": detail, "errors": errors or {}}
 
@@ -95,9 +103,7 @@ def install(api) -> None:
 
     @api.exception_handler(ValidationError)
     def validation_error(request, exc: ValidationError):
-        errors: dict[str, list[str]] = {}
-        for error in exc.errors:
-            errors.setdefault(_field(error.get("loc", [])), []).append(_message(error))
+        errors = _field_errors(exc)
         first, messages = next(iter(errors.items()))
         return respond(request, 422, f"{first}: {messages[0]}", errors)
 
