@@ -42,13 +42,8 @@ def parse_args():
     parser.add_argument("--proposals", type=int, default=10, help="proposals per agent")
     parser.add_argument("--over", type=float, default=60.0, help="seconds the proposals are spread over")
     parser.add_argument("--decide-every", type=int, default=10, help="the decider approves every Kth call")
-    parser.add_argument("--workers", type=int, default=2, help="uvicorn worker processes")
     parser.add_argument("--sample-every", type=float, default=10.0, help="seconds between RSS samples")
-    parser.add_argument(
-        "--database-url",
-        default=os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/reviewhub_bench_agents"),
-    )
-    parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
+    waiting.stack_arguments(parser)
     return parser.parse_args()
 
 

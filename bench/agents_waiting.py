@@ -61,13 +61,18 @@ def parse_args():
     parser.add_argument("--interval", type=float, default=0.05, help="seconds between two decisions")
     parser.add_argument("--stagger", type=float, default=0.0, help="seconds between two agents' proposals")
     parser.add_argument("--warm-up", type=int, default=5, help="agents in the unmeasured first round")
+    stack_arguments(parser)
+    return parser.parse_args()
+
+
+def stack_arguments(parser) -> None:
+    """What stack_up() reads: uvicorn's worker processes, the database and Redis. This bench's and agents_fleet.py's."""
     parser.add_argument("--workers", type=int, default=2, help="uvicorn worker processes (the README's default)")
     parser.add_argument(
         "--database-url",
         default=os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/reviewhub_bench_agents"),
     )
     parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
-    return parser.parse_args()
 
 
 class Receiver:
