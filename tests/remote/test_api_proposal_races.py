@@ -12,9 +12,7 @@ from approvals.models import Run, ToolCall
 from remote.models import RemoteCall, Thread
 from tests.agentapi import PROPOSAL, AgentClient
 
-# Each proposal's notification runs in its proposer's thread (background_inline), not on a thread that could still
-# be reading when the test's tables are truncated (a deadlock seen at teardown on a loaded machine).
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("require_postgres", "background_inline")]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("require_postgres")]
 AT_ONCE = 8
 
 
