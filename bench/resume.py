@@ -54,7 +54,7 @@ def start_worker(args, model_url: str) -> subprocess.Popen:
         "CELERY_QUEUE": QUEUE,
         "OPENAI_BASE_URL": model_url,
         "OPENAI_API_KEY": "",
-    }
+    } | ({"BENCH_RESUME_TRACE": "1"} if args.trace else {})
     env.pop("REVIEWHUB_RESUME", None)
     queues = f"{QUEUE},{QUEUE}-turns,{QUEUE}-tools"
     command = [sys.executable, "-m", "celery", "-A", "reviewhub", "worker", "-Q", queues, "-c", "2"]

@@ -4,6 +4,7 @@ bare task it measures beside it, which does nothing else.
 Imported by the benchmark and by the Celery worker it starts (`celery worker --include bench.resume_tool`).
 """
 
+import os
 import time
 
 import redis
@@ -56,9 +57,11 @@ def bare_mark(key: str) -> None:
 
 
 def _note_task_start(sender=None, args=None, **kwargs):
-    """When the worker starts the task that resumes a run: where the time goes, with --trace."""
+    """When the worker starts the task that resumes a run: where the time goes, with --trace only (the mark is a
+    Redis round trip in the worker before the body, which the bare task does not pay)."""
     if args and getattr(sender, "name", "") == "agents.tasks.advance_run":  # not the notification tasks of the call
         marks().set(f"bench-task-{args[0]}", repr(time.time()), ex=600, nx=True)
 
 
-task_prerun.connect(_note_task_start)
+if os.environ.get("BENCH_RESUME_TRACE"):  # set by bench/resume.py --trace for the worker it starts
+    task_prerun.connect(_note_task_start)

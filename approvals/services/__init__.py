@@ -35,7 +35,6 @@ from .errors import (
 from .execution import toolcall_claim, toolcall_execute
 from .gate import ProposedCall, model_reply_record, step_record
 from .leases import (
-    Renewing,
     lease_lapse,
     lease_renew,
     lease_retake,
@@ -45,6 +44,7 @@ from .leases import (
 from .outcomes import toolcall_settle
 from .previews import toolcall_edit_changes, toolcall_preview
 from .questions import AnswerRefused, question_from_agent, toolcall_answer
+from .renewals import Renewing
 from .runnable import EXECUTABLE, approved_in_run, runnable_calls
 from .runs import (
     request_resume,

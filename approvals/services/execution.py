@@ -16,8 +16,9 @@ from ..planted import planted
 from ..tools import Arguments, ArgumentsInvalid, Ask, Tool, ToolContext, registry
 from .deadlines import set_deadline
 from .decisions import counted_approvals, effective_group
-from .leases import Renewing, lease_renew, lease_retake, lease_until
+from .leases import lease_renew, lease_retake, lease_until
 from .questions import question_from_execution
+from .renewals import Renewing
 from .runnable import EXECUTABLE, runnable_calls
 from .steps import run_tool_body
 from .transcript import record_output

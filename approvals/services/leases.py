@@ -7,12 +7,10 @@ in the queue where a person says what happened (services/outcomes.py).
 """
 
 import logging
-import threading
-from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
@@ -43,39 +41,6 @@ def lease_renew(*, call_id: int, claimed_at: datetime | None = None, now: dateti
         live_claim = live_claim.filter(claimed_at=claimed_at)
     until = lease_until(now)
     return until if live_claim.update(lease_expires_at=until) else None
-
-
-class Renewing:
-    """`with Renewing(renew):` calls renew() every third of a lease (`seconds`, an execution's by default) in a
-    thread while the block runs.
-
-    renew() returns a falsy value once the lease is gone: renewing stops, and `lapsed` says so."""
-
-    def __init__(self, renew: Callable[[], object], seconds: float | None = None):
-        self.renew, self.lapsed = renew, False
-        self.every = max(0.2, (seconds or settings.EXECUTION_LEASE_SECONDS) / 3)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="lease-renewal", daemon=True)
-
-    def _loop(self) -> None:
-        try:
-            while not self._stop.wait(self.every):
-                try:
-                    if not self.renew():
-                        self.lapsed = True
-                        return
-                except Exception:  # a missed renewal is retried; the lease covers two more
-                    log.exception("renewing a lease failed")
-        finally:
-            connection.close()  # this thread's own connection
-
-    def __enter__(self) -> "Renewing":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join(timeout=1)
 
 
 def lapsed_calls(*, now: datetime) -> QuerySet[ToolCall]:
