@@ -13,7 +13,7 @@ Nothing is left stuck either: an unexpected error fails the run with the reason.
 import logging
 
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 
 from approvals import services
 from approvals.lib import storable
@@ -45,11 +45,25 @@ def advance(run_id: int, *, only: str | None = None) -> str | None:
     Whatever goes wrong, it is not left "running": an unexpected error fails it
     with the reason, and its page offers Retry."""
     try:
-        return _advance(run_id, only=only)
+        return _advance_on_a_live_connection(run_id, only=only)
     except Exception as exc:
         log.exception("advancing run %s failed", run_id)
         _fail_unexpectedly(run_id, exc)
         return None
+
+
+def _advance_on_a_live_connection(run_id: int, *, only: str | None) -> str | None:
+    """A connection that its server cut (a restart; runtime/connections.py) is replaced and the run taken further
+    once more from the start, as the sweep would later: what was committed stands, and a call already claimed is
+    never claimed again. A second failure is the run's."""
+    try:
+        return _advance(run_id, only=only)
+    except (InterfaceError, OperationalError):
+        if connection.in_atomic_block or connection.is_usable():
+            raise
+        log.warning("run %s: the database connection was lost; taking the run further on a new one", run_id)
+        connection.close()
+        return _advance(run_id, only=only)
 
 
 def _fail_unexpectedly(run_id: int, exc: Exception) -> None:

@@ -54,7 +54,9 @@ def start_worker(args, model_url: str) -> subprocess.Popen:
         "CELERY_QUEUE": QUEUE,
         "OPENAI_BASE_URL": model_url,
         "OPENAI_API_KEY": "",
-    } | ({"BENCH_RESUME_TRACE": "1"} if args.trace else {})
+    }
+    if args.trace:
+        env["BENCH_RESUME_TRACE"] = "1"
     env.pop("REVIEWHUB_RESUME", None)
     queues = f"{QUEUE},{QUEUE}-turns,{QUEUE}-tools"
     command = [sys.executable, "-m", "celery", "-A", "reviewhub", "worker", "-Q", queues, "-c", "2"]
@@ -203,11 +205,6 @@ def report(results: dict, histories: list[int]) -> None:
         print(f"  {sql[:60]}…\n      {why}")
 
 
-HEALTH_CHECK = (
-    "SELECT 1 (in the worker, not in this process)",
-    "the worker's kept connection checked once per task (CONN_HEALTH_CHECKS): a restarted PostgreSQL must not "
-    "fail the run",
-)
 WHY = [
     (
         'FROM "approvals_toolcall"',
@@ -236,7 +233,7 @@ def statements_before_the_body(reviewer) -> list[tuple[str, str]]:
         services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.arguments_hash)
     with CaptureQueriesContext(connection) as queries:
         loop._run_approved_first(run.pk)
-    before = [HEALTH_CHECK]
+    before = []  # the worker's kept connection is checked without a statement (runtime/connections.py)
     for query in queries.captured_queries:
         sql = " ".join(query["sql"].split())
         before.append((sql, next((why for key, why in WHY if key in sql), "the tool's own facts, fetched again")))

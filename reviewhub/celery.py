@@ -20,22 +20,27 @@ def _start_heartbeat(sender=None, **kwargs):
 
 # Celery's Django fixup closes the database connection around every task unless told to reuse it; a new
 # PostgreSQL connection costs milliseconds between a decision and its tool. Reuse it (for 10,000 tasks at
-# most); Django's own checks below close one that has aged or broken.
+# most); the checks below close one that has aged, broken or been ended by its server.
 app.conf["CELERY_DB_REUSE_MAX"] = 10_000
 
 
 @worker_init.connect
 def keep_database_connections(**kwargs):
-    """Workers keep their database connection between tasks for WORKER_CONN_MAX_AGE seconds, checked before reuse."""
+    """Workers keep their database connection between tasks for WORKER_CONN_MAX_AGE seconds."""
     from django.conf import settings
     from django.db import connections
 
     for alias in connections:
-        connections[alias].settings_dict.update(CONN_MAX_AGE=settings.WORKER_CONN_MAX_AGE, CONN_HEALTH_CHECKS=True)
+        connections[alias].settings_dict.update(CONN_MAX_AGE=settings.WORKER_CONN_MAX_AGE)
 
 
 @task_prerun.connect
 def drop_aged_or_broken_connections(**kwargs):
+    """Before each task: close a connection that has aged, failed, or been ended by its server while idle (checked
+    without a round trip: runtime/connections.py)."""
     from django.db import close_old_connections
 
+    from runtime.connections import close_ended_by_server
+
     close_old_connections()
+    close_ended_by_server()
