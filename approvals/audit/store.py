@@ -17,15 +17,13 @@ On a connection kept between tasks (a worker's) that statement is prepared once 
 more than running them.
 """
 
-import hashlib
 import json
-import weakref
-from functools import lru_cache
 from typing import Any
 
 from django.db import connection
 from django.db.models import F
 
+from approvals.lib import prepared
 from approvals.lib.hashing import event_canonical_around
 from approvals.models import HASHED_FIELDS, AuditEvent, AuditHead
 
@@ -80,43 +78,6 @@ FROM (SELECT) AS one LEFT JOIN appended ON true
 """
 NO_GUARD: tuple[str, list] = ("SELECT", [])
 
-# On a connection kept between tasks, each such statement (one per guard: none, or the claim) is prepared once:
-# parsing and planning it took PostgreSQL about 200 us per event, more than running it (bench/README.md). A prepared
-# statement outlives a rolled-back transaction, and PostgreSQL plans it again by itself after a schema change; it
-# lives in its connection, so a pooler in front of PostgreSQL must keep a session on one server connection (no
-# transaction pooling).
-_prepared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # psycopg's connection -> the names it prepared
-
-
-def _kept(connection) -> bool:
-    """Whether this connection outlives its request or task (CONN_MAX_AGE not 0: a worker's, a request slot's, the
-    push thread's). Only there does preparing the statement pay: a connection closed at its request's end would
-    prepare it for the one or two events the request records, one round trip more for each request."""
-    return connection.settings_dict.get("CONN_MAX_AGE") != 0
-
-
-def _execute(cursor, sql: str, params: list) -> None:
-    """Run a statement; on a connection kept between tasks, as one prepared once for that connection (PREPARE with
-    its %s numbered, then EXECUTE with the values)."""
-    if not _kept(connection):
-        cursor.execute(sql, params)
-        return
-    name, prepare = _prepared_form(sql)
-    names = _prepared.setdefault(connection.connection, set())
-    if name not in names:
-        cursor.execute(prepare)
-        names.add(name)
-    cursor.execute(f"EXECUTE {name} ({', '.join(['%s'] * len(params))})", params)
-
-
-@lru_cache(maxsize=8)  # one per guard: the statement's text is the same for every event
-def _prepared_form(sql: str) -> tuple[str, str]:
-    """The statement's name (from its text) and its PREPARE, with its %s numbered $1, $2, ..."""
-    name = "reviewhub_" + hashlib.sha256(sql.encode()).hexdigest()[:16]
-    parts = sql.split("%s")
-    numbered = parts[0] + "".join(f"${i}{part}" for i, part in enumerate(parts[1:], start=1))
-    return name, f"PREPARE {name} AS {numbered}"
-
 
 def lock_head(chain: int) -> tuple[int, str]:
     """Lock the chain's head row (made on the chain's first event) for this transaction: its id and last hash."""
@@ -144,7 +105,7 @@ def append_one(event: AuditEvent, *, only_if: tuple[str, list] = NO_GUARD) -> tu
     values = [*row, json.dumps(event.payload), event.created_at]
     guard, guard_params = only_if
     with connection.cursor() as cursor:
-        _execute(
+        prepared.execute(  # one per guard (none, or the claim), prepared once on a kept connection
             cursor, _APPEND_ONE.format(guard=guard), [*guard_params, event.chain, before, after, *values, event.chain]
         )
         guarded, pk, prev_hash, hash_ = cursor.fetchone()

@@ -3,7 +3,9 @@
 runnable_calls() is the queryset, for every reader. approved_in_run() is the same read for the one that waits on it
 most, a run resumed after a decision (agents/loop.py): one statement written by hand and built once per process and
 database, because the ORM spent about 3 ms of Python compiling its two statements and building their rows on every
-resumption (the database ran both in about 0.7 ms). tests/approvals/test_runnable.py holds the two reads equal.
+resumption (the database ran both in about 0.7 ms). On a kept connection (a worker's) it is a prepared statement
+(approvals/lib/prepared.py): PostgreSQL took 0.27 ms to plan it and 0.05 ms to run it. tests/approvals/test_runnable.py
+holds the two reads equal.
 """
 
 from functools import lru_cache
@@ -12,6 +14,7 @@ from django.contrib.auth import get_user_model
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import QuerySet
 
+from approvals.lib import prepared
 from approvals.lib.rows import Columns
 from approvals.policy import snapshot as policy_snapshot
 
@@ -44,7 +47,7 @@ def approved_in_run(run_id: int) -> list[ToolCall]:
     per decision (a call without any has one row, its decision's columns empty)."""
     db = connections[DEFAULT_DB_ALIAS]  # this thread's connection itself (the proxy is not hashable)
     with db.cursor() as cursor:
-        cursor.execute(_statement(db), [*ToolCall.RUNNABLE, *EXECUTABLE, *Run.ACTIVE, run_id])
+        prepared.execute(cursor, _statement(db), [*ToolCall.RUNNABLE, *EXECUTABLE, *Run.ACTIVE, run_id], db)
         rows = cursor.fetchall()
     calls: dict[int, ToolCall] = {}
     for row in rows:

@@ -59,7 +59,7 @@ def test_an_approved_call_runs_after_two_statements_of_ours_and_the_tools_facts(
     assert "approvals_policystamp" in sql[0] and "practice_practicecall" in sql[0]
 
 
-def test_on_a_workers_connection_the_claim_and_its_event_are_a_prepared_statement(
+def test_on_a_workers_connection_the_read_and_the_claim_are_prepared_statements(
     require_postgres, make_run, reviewer, monkeypatch
 ):
     call = approved(make_run, reviewer)
@@ -67,6 +67,8 @@ def test_on_a_workers_connection_the_claim_and_its_event_are_a_prepared_statemen
     with CaptureQueriesContext(connection) as queries:
         loop.advance(call.run_id, only=loop.TOOLS)
     sql = [q["sql"] for q in queries.captured_queries]
+    read = sql[0].split()[1]  # the approved call with its run, stamp and decisions: planned once for the connection
+    assert sql[0].startswith("PREPARE") and "approvals_policystamp" in sql[0] and sql[1].startswith(f"EXECUTE {read} (")
     claim = next(i for i, s in enumerate(sql) if s.startswith("PREPARE") and "UPDATE approvals_toolcall SET" in s)
     name = sql[claim].split()[1]
     assert sql[claim + 1].startswith(f"EXECUTE {name} (")  # prepared once for this connection, then run

@@ -6,7 +6,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from approvals import audit
-from approvals.audit import store
+from approvals.lib import prepared
 from approvals.models import AuditEvent, AuditHead, Run
 
 pytestmark = pytest.mark.django_db
@@ -51,7 +51,7 @@ def test_one_event_is_one_statement(require_postgres, run_with_a_head, kept):
 def test_the_prepared_statement_outlives_a_rolled_back_transaction(require_postgres, run_with_a_head, kept):
     with connection.cursor() as cursor:
         cursor.execute("DEALLOCATE ALL")  # so that the rolled-back block prepares it
-    store._prepared.pop(connection.connection, None)
+    prepared._prepared.pop(connection.connection, None)
     with pytest.raises(RuntimeError), transaction.atomic():
         audit.record("resumed", run=run_with_a_head, payload={"rolled back": True})
         raise RuntimeError("roll back")

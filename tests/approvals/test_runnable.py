@@ -89,3 +89,17 @@ def test_a_practice_call_and_a_finished_run_are_left_out(make_run, reviewer):
     other = approved(make_run, reviewer)
     Run.objects.filter(pk=other.run_id).update(status=Run.Status.CANCELLED)
     assert services.approved_in_run(other.run_id) == [] == orm_read(other.run_id)
+
+
+def test_on_a_kept_connection_the_read_is_prepared_once_and_reads_the_same(make_run, reviewer, monkeypatch):
+    call = approved(make_run, reviewer)
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 300)  # a worker's (reviewhub/celery.py)
+    with CaptureQueriesContext(connection) as queries:
+        first, again = services.approved_in_run(call.run_id), services.approved_in_run(call.run_id)
+    assert_same(first, orm_read(call.run_id))
+    assert_same(again, first)
+    sql = [query["sql"] for query in queries.captured_queries]
+    if connection.vendor == "postgresql":  # planned once for the connection, then only run
+        assert [s.split()[0] for s in sql] == ["PREPARE", "EXECUTE", "EXECUTE"]
+    else:
+        assert len(sql) == 2
