@@ -46,6 +46,18 @@ def test_without_a_preference_nobody_gets_email(run, with_email, django_capture_
     assert mail.outbox == []
 
 
+def test_with_nobody_to_email_per_call_and_no_slack_a_waiting_call_costs_one_query(
+    run, with_email, django_capture_on_commit_callbacks, django_assert_num_queries
+):
+    alice, _ = with_email
+    NotificationPreference.objects.create(user=alice, email=Email.DIGEST)  # a digest is sent by beat, not here
+    call = proposed(run, django_capture_on_commit_callbacks)
+    mail.outbox.clear()
+    with django_assert_num_queries(1):  # not the call, its reviewers and their preferences: nobody could be told
+        notify.call_waiting(call_id=call.pk)
+    assert mail.outbox == []
+
+
 def test_a_reviewer_who_asked_gets_one_email_per_call_with_a_link(run, with_email, django_capture_on_commit_callbacks):
     alice, _ = with_email
     NotificationPreference.objects.create(user=alice, email=Email.EACH)
