@@ -26,8 +26,8 @@ from typing import Any
 from django.db import connection
 from django.db.models import F
 
-from approvals.lib.hashing import event_canonical_around
-from approvals.models import HASHED_FIELDS, AuditEvent, AuditHead
+from approvals.lib.hashing import canonical_json, event_canonical_around
+from approvals.models import AuditEvent, AuditHead
 
 _LOCK = "SELECT id, last_hash FROM approvals_audithead WHERE chain = %s"
 
@@ -139,9 +139,18 @@ def append_one(event: AuditEvent, *, only_if: tuple[str, list] = NO_GUARD) -> tu
     nothing is run: None."""
     if connection.vendor != "postgresql":
         return None
-    before, after = event_canonical_around(**{name: getattr(event, name) for name in HASHED_FIELDS})
+    payload_json = canonical_json(event.payload)  # hashed and stored: serialised once for both
+    before, after = event_canonical_around(
+        run_id=event.run_id,
+        tool_call_id=event.tool_call_id,
+        kind=event.kind,
+        actor_id=event.actor_id,
+        actor_label=event.actor_label,
+        payload_json=payload_json,
+        created_at=event.created_at,
+    )
     row = (event.run_id, event.tool_call_id, event.kind, event.actor_id, event.actor_label)
-    values = [*row, json.dumps(event.payload), event.created_at]
+    values = [*row, payload_json, event.created_at]
     guard, guard_params = only_if
     with connection.cursor() as cursor:
         _execute(

@@ -4,9 +4,11 @@ over the same canonical JSON as Python's, so the chain verifies as before."""
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from approvals import audit
 from approvals.audit import store
+from approvals.lib.hashing import canonical_json, event_canonical, event_canonical_around
 from approvals.models import AuditEvent, AuditHead, Run
 
 pytestmark = pytest.mark.django_db
@@ -103,3 +105,16 @@ def test_an_event_whose_guard_returns_a_row_is_appended_after_it(run_with_a_head
     run_with_a_head.refresh_from_db()
     assert run_with_a_head.status == "waiting" and AuditEvent.objects.get(pk=event.pk).hash == event.hash
     assert audit.verify().ok
+
+
+def test_the_two_parts_around_prev_hash_make_the_canonical_json_python_hashes():
+    fields = {
+        "run_id": 7,
+        "tool_call_id": None,
+        "kind": "decided",
+        "actor_id": 3,
+        "actor_label": 'rita "the reviewer", "payload":{}',
+        "created_at": timezone.now(),
+    }
+    before, after = event_canonical_around(**fields, payload_json=canonical_json(AWKWARD))
+    assert before + "ab" * 32 + after == event_canonical(**fields, payload=AWKWARD, prev_hash="ab" * 32)
