@@ -14,7 +14,8 @@ sha256() over the same canonical JSON (lib/hashing.py: event_canonical_around), 
 head moved, in one statement. A chain's first event, which makes the head row, takes the way above.
 On a connection kept between tasks (a worker's) that statement is prepared once per connection and guard
 (PREPARE, then EXECUTE with the event's values): PostgreSQL parsing and planning its CTEs for every event cost
-more than running them.
+more than running them. So are the head's lock and a model turn's statement of several events (one text per
+number of events, up to PREPARED_UP_TO).
 """
 
 import hashlib
@@ -79,6 +80,8 @@ SELECT EXISTS (SELECT FROM guard), appended.id, appended.prev_hash, appended.has
 FROM (SELECT) AS one LEFT JOIN appended ON true
 """
 NO_GUARD: tuple[str, list] = ("SELECT", [])
+# Several events (a model turn's) are one statement whose text depends on their number: prepared up to this many.
+PREPARED_UP_TO = 8
 
 # On a connection kept between tasks, each such statement (one per guard: none, or the claim) is prepared once:
 # parsing and planning it took PostgreSQL about 200 us per event, more than running it (bench/README.md). A prepared
@@ -98,7 +101,7 @@ def _kept(connection) -> bool:
 def _execute(cursor, sql: str, params: list) -> None:
     """Run a statement; on a connection kept between tasks, as one prepared once for that connection (PREPARE with
     its %s numbered, then EXECUTE with the values)."""
-    if not _kept(connection):
+    if connection.vendor != "postgresql" or not _kept(connection):
         cursor.execute(sql, params)
         return
     name, prepare = _prepared_form(sql)
@@ -109,7 +112,7 @@ def _execute(cursor, sql: str, params: list) -> None:
     cursor.execute(f"EXECUTE {name} ({', '.join(['%s'] * len(params))})", params)
 
 
-@lru_cache(maxsize=8)  # one per guard: the statement's text is the same for every event
+@lru_cache(maxsize=32)  # one per guard, the head's lock, and one per number of events up to PREPARED_UP_TO
 def _prepared_form(sql: str) -> tuple[str, str]:
     """The statement's name (from its text) and its PREPARE, with its %s numbered $1, $2, ..."""
     name = "reviewhub_" + hashlib.sha256(sql.encode()).hexdigest()[:16]
@@ -122,7 +125,7 @@ def lock_head(chain: int) -> tuple[int, str]:
     """Lock the chain's head row (made on the chain's first event) for this transaction: its id and last hash."""
     sql = _LOCK + (" FOR UPDATE" if connection.features.has_select_for_update else "")
     with connection.cursor() as cursor:
-        cursor.execute(sql, [chain])
+        _execute(cursor, sql, [chain])
         row = cursor.fetchone()
     if row is None:
         head, _ = AuditHead.objects.select_for_update().get_or_create(chain=chain)
@@ -193,7 +196,10 @@ def append(events: list[AuditEvent], head_id: int | None, *, chain: int) -> None
     new_head = [chain, events[-1].hash, len(events)]
     head: list[Any] = [events[-1].hash, len(events), head_id] if head_id is not None else new_head
     with connection.cursor() as cursor:
-        cursor.execute(sql, values + head)
+        if len(events) <= PREPARED_UP_TO:
+            _execute(cursor, sql, values + head)
+        else:  # a rare long turn: not worth a statement kept prepared for the connection's life
+            cursor.execute(sql, values + head)
         ids = [row[0] for row in cursor.fetchall()]
     for event, pk in zip(events, ids, strict=True):
         event.pk = pk

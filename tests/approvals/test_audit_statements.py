@@ -118,3 +118,20 @@ def test_the_two_parts_around_prev_hash_make_the_canonical_json_python_hashes():
     }
     before, after = event_canonical_around(**fields, payload_json=canonical_json(AWKWARD))
     assert before + "ab" * 32 + after == event_canonical(**fields, payload=AWKWARD, prev_hash="ab" * 32)
+
+
+def test_a_turns_events_on_a_kept_connection_are_two_prepared_statements(require_postgres, run_with_a_head, kept):
+    turn = [audit.Entry("resumed", payload={"n": n}) for n in range(3)]
+    audit.record_many(run_with_a_head, turn)  # prepares the head's lock and the three events' statement
+    with CaptureQueriesContext(connection) as queries:
+        audit.record_many(run_with_a_head, turn)
+    assert [query["sql"].split()[0] for query in queries] == ["EXECUTE", "EXECUTE"]
+    assert audit.verify().ok and AuditHead.objects.get(chain=run_with_a_head.pk).seq == 7
+
+
+def test_a_long_turns_events_are_not_kept_prepared(require_postgres, run_with_a_head, kept):
+    turn = [audit.Entry("resumed", payload={"n": n}) for n in range(store.PREPARED_UP_TO + 1)]
+    with CaptureQueriesContext(connection) as queries:
+        audit.record_many(run_with_a_head, turn)
+    assert queries[-1]["sql"].lstrip().startswith("WITH appended AS")
+    assert audit.verify().ok
