@@ -9,6 +9,8 @@ record one event, commit. `--global-lock` also locks one shared row first in eac
 transaction, the write path before chains were per run, for comparison in the same run.
 `--floor` inserts one row into a plain table with one index (its primary key) instead of the
 event: the cheapest write transaction, measured the same way.
+Each writer keeps its connection as a Celery worker and a request slot do (CONN_MAX_AGE, so the event's
+statement is prepared once: approvals/audit/store.py); `--not-kept` measures a connection opened per request.
 It also prints the CPU time each event costs, the writer's and its PostgreSQL backend's
 (read from /proc, so on Linux with the server on the same machine): the machine's cores
 divided by that is the most events per second any number of writers can reach here.
@@ -35,6 +37,7 @@ def parse_args():
     parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", DEFAULT_DB))
     parser.add_argument("--global-lock", action="store_true", help="lock one shared row too, as before")
     parser.add_argument("--floor", action="store_true", help="one row into a plain table instead of an event")
+    parser.add_argument("--not-kept", action="store_true", help="the connection as a web request's (not prepared)")
     parser.add_argument("--json", action="store_true")
     return parser.parse_args()
 
@@ -52,12 +55,15 @@ FLOOR_TABLE = "CREATE TABLE IF NOT EXISTS bench_floor (id bigint GENERATED ALWAY
 FLOOR_INSERT = "INSERT INTO bench_floor (n) VALUES (%s)"
 
 
-def writer(run_id: int, stop, counts, cpu, slot: int, work: float, start, global_lock: bool, floor: bool) -> None:
+def writer(run_id: int, stop, counts, cpu, slot: int, start, options: argparse.Namespace) -> None:
+    from django.conf import settings
     from django.db import connection, transaction
 
     from approvals import audit
     from approvals.models import AuditHead, Run
 
+    if not options.not_kept:  # kept between transactions, as a worker's (reviewhub/celery.py)
+        connection.settings_dict["CONN_MAX_AGE"] = settings.WORKER_CONN_MAX_AGE
     run = Run.objects.get(pk=run_id)
     AuditHead.objects.get_or_create(chain=0)
     with connection.cursor() as cursor:
@@ -68,10 +74,10 @@ def writer(run_id: int, stop, counts, cpu, slot: int, work: float, start, global
     try:
         while not stop.is_set():
             with transaction.atomic():
-                if global_lock:
+                if options.global_lock:
                     AuditHead.objects.select_for_update().get(chain=0)
-                time.sleep(work)
-                if floor:
+                time.sleep(options.work_ms / 1000)
+                if options.floor:
                     with connection.cursor() as cursor:
                         cursor.execute(FLOOR_INSERT, [counts[slot]])
                 else:
@@ -82,7 +88,7 @@ def writer(run_id: int, stop, counts, cpu, slot: int, work: float, start, global
         connection.close()
 
 
-def measure(writers: int, seconds: float, work_ms: float, global_lock: bool, floor: bool = False) -> dict:
+def measure(writers: int, options: argparse.Namespace) -> dict:
     from django.db import connection, connections
 
     from approvals import services
@@ -95,15 +101,12 @@ def measure(writers: int, seconds: float, work_ms: float, global_lock: bool, flo
     counts, stop, start = fork.Array("l", writers), fork.Event(), fork.Barrier(writers + 1)
     cpu = fork.Array("d", 2 * writers)  # per writer: its own CPU seconds, its PostgreSQL backend's
     args = (stop, counts, cpu)
-    processes = [
-        fork.Process(target=writer, args=(runs[i], *args, i, work_ms / 1000, start, global_lock, floor))
-        for i in range(writers)
-    ]
+    processes = [fork.Process(target=writer, args=(runs[i], *args, i, start, options)) for i in range(writers)]
     for process in processes:
         process.start()
     start.wait()
     began, before = time.perf_counter(), sum(counts)
-    time.sleep(seconds)
+    time.sleep(options.seconds)
     after, elapsed = sum(counts), time.perf_counter() - began
     stop.set()
     for process in processes:
@@ -119,7 +122,7 @@ def measure(writers: int, seconds: float, work_ms: float, global_lock: bool, flo
 def main():
     args = parse_args()
     setup_django(args.database_url)
-    results = {str(n): measure(n, args.seconds, args.work_ms, args.global_lock, args.floor) for n in args.writers}
+    results = {str(n): measure(n, args) for n in args.writers}
     if args.json:
         print(json.dumps(results))
         return
@@ -128,6 +131,7 @@ def main():
         print("the floor: one row into a plain table with one index (no event)")
     else:
         print("one shared row locked too (as before)" if args.global_lock else "a lock per run's chain")
+        print("  a connection per request: not prepared" if args.not_kept else "  connections kept: prepared once")
     print(f"  load average {' / '.join(f'{load:.1f}' for load in os.getloadavg())}")
     cores = os.cpu_count() or 1
     for n, figures in results.items():

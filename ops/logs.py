@@ -75,8 +75,8 @@ def fields(event: AuditEvent) -> dict:
 
 
 def event_logged(event: AuditEvent) -> None:
-    """Write this event's line (an observer: runs after the commit)."""
-    if event.kind in QUIET:
+    """Write this event's line (an observer: runs after the commit), unless INFO is off: the line is not built."""
+    if event.kind in QUIET or not log.isEnabledFor(logging.INFO):
         return
     line = fields(event)
     text = " ".join(f"{key}={value!r}" if isinstance(value, str) else f"{key}={value}" for key, value in line.items())

@@ -14,7 +14,8 @@ sha256() over the same canonical JSON (lib/hashing.py: event_canonical_around), 
 head moved, in one statement. A chain's first event, which makes the head row, takes the way above.
 On a connection kept between tasks (a worker's) that statement is prepared once per connection and guard
 (PREPARE, then EXECUTE with the event's values): PostgreSQL parsing and planning its CTEs for every event cost
-more than running them.
+more than running them. So are the head's lock and a model turn's statement of several events (one text per
+number of events, up to PREPARED_UP_TO).
 """
 
 import json
@@ -24,8 +25,8 @@ from django.db import connection
 from django.db.models import F
 
 from approvals.lib import prepared
-from approvals.lib.hashing import event_canonical_around
-from approvals.models import HASHED_FIELDS, AuditEvent, AuditHead
+from approvals.lib.hashing import canonical_json, event_canonical_around
+from approvals.models import AuditEvent, AuditHead
 
 _LOCK = "SELECT id, last_hash FROM approvals_audithead WHERE chain = %s"
 
@@ -77,13 +78,15 @@ SELECT EXISTS (SELECT FROM guard), appended.id, appended.prev_hash, appended.has
 FROM (SELECT) AS one LEFT JOIN appended ON true
 """
 NO_GUARD: tuple[str, list] = ("SELECT", [])
+# Several events (a model turn's) are one statement whose text depends on their number: prepared up to this many.
+PREPARED_UP_TO = 8
 
 
 def lock_head(chain: int) -> tuple[int, str]:
     """Lock the chain's head row (made on the chain's first event) for this transaction: its id and last hash."""
     sql = _LOCK + (" FOR UPDATE" if connection.features.has_select_for_update else "")
     with connection.cursor() as cursor:
-        cursor.execute(sql, [chain])
+        prepared.execute(cursor, sql, [chain])
         row = cursor.fetchone()
     if row is None:
         head, _ = AuditHead.objects.select_for_update().get_or_create(chain=chain)
@@ -100,9 +103,18 @@ def append_one(event: AuditEvent, *, only_if: tuple[str, list] = NO_GUARD) -> tu
     nothing is run: None."""
     if connection.vendor != "postgresql":
         return None
-    before, after = event_canonical_around(**{name: getattr(event, name) for name in HASHED_FIELDS})
+    payload_json = canonical_json(event.payload)  # hashed and stored: serialised once for both
+    before, after = event_canonical_around(
+        run_id=event.run_id,
+        tool_call_id=event.tool_call_id,
+        kind=event.kind,
+        actor_id=event.actor_id,
+        actor_label=event.actor_label,
+        payload_json=payload_json,
+        created_at=event.created_at,
+    )
     row = (event.run_id, event.tool_call_id, event.kind, event.actor_id, event.actor_label)
-    values = [*row, json.dumps(event.payload), event.created_at]
+    values = [*row, payload_json, event.created_at]
     guard, guard_params = only_if
     with connection.cursor() as cursor:
         prepared.execute(  # one per guard (none, or the claim), prepared once on a kept connection
@@ -145,7 +157,10 @@ def append(events: list[AuditEvent], head_id: int | None, *, chain: int) -> None
     new_head = [chain, events[-1].hash, len(events)]
     head: list[Any] = [events[-1].hash, len(events), head_id] if head_id is not None else new_head
     with connection.cursor() as cursor:
-        cursor.execute(sql, values + head)
+        if len(events) <= PREPARED_UP_TO:
+            prepared.execute(cursor, sql, values + head)
+        else:  # a rare long turn: not worth a statement kept prepared for the connection's life
+            cursor.execute(sql, values + head)
         ids = [row[0] for row in cursor.fetchall()]
     for event, pk in zip(events, ids, strict=True):
         event.pk = pk

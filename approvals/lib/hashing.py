@@ -41,14 +41,13 @@ def event_hash(**fields) -> str:
     return sha256_hex(event_canonical(**fields))
 
 
-PREV_HASH_KEY = '"prev_hash":"'
-
-
-def event_canonical_around(**fields) -> tuple[str, str]:
-    """An event's canonical JSON in two parts, before and after its prev_hash's value (given fields without
-    one), so that the hash can be computed where the previous hash is read: before + prev_hash + after is
-    event_canonical(). The keys are sorted, so the event's own prev_hash is the last one in the text: after
-    it come only the run's and the call's ids."""
-    text = event_canonical(**(fields | {"prev_hash": ""}))
-    cut = text.rindex(PREV_HASH_KEY) + len(PREV_HASH_KEY)
-    return text[:cut], text[cut:]
+def event_canonical_around(
+    *, run_id, tool_call_id, kind, actor_id, actor_label, payload_json, created_at
+) -> tuple[str, str]:
+    """An event's canonical JSON in two parts, before and after its prev_hash's value, so that the hash can be
+    computed where the previous hash is read: before + prev_hash + after is event_canonical(). `payload_json` is
+    the payload's canonical JSON, which the caller stores too (serialised once for both). The keys are sorted:
+    actor, actor_label, created_at, kind, payload, prev_hash, then only the run's and the call's ids."""
+    fields = {"actor": actor_id, "actor_label": actor_label, "created_at": created_at.isoformat(), "kind": kind}
+    ids = canonical_json({"run": run_id, "tool_call": tool_call_id})
+    return f'{canonical_json(fields)[:-1]},"payload":{payload_json},"prev_hash":"', f'",{ids[1:]}'

@@ -37,7 +37,7 @@ def execute(cursor, sql: str, params: list, db=connection) -> None:
     cursor.execute(f"EXECUTE {name} ({', '.join(['%s'] * len(params))})", params)
 
 
-@lru_cache(maxsize=16)  # a few statements, each the same text every time
+@lru_cache(maxsize=32)  # a few statements (the trail's: one per guard, the head's lock, one per number of events)
 def _prepared_form(sql: str) -> tuple[str, str]:
     """The statement's name (from its text) and its PREPARE, with its %s numbered $1, $2, ..."""
     name = "reviewhub_" + hashlib.sha256(sql.encode()).hexdigest()[:16]

@@ -4,9 +4,12 @@ over the same canonical JSON as Python's, so the chain verifies as before."""
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from approvals import audit
+from approvals.audit import store
 from approvals.lib import prepared
+from approvals.lib.hashing import canonical_json, event_canonical, event_canonical_around
 from approvals.models import AuditEvent, AuditHead, Run
 
 pytestmark = pytest.mark.django_db
@@ -102,4 +105,34 @@ def test_an_event_whose_guard_returns_a_row_is_appended_after_it(run_with_a_head
     [event] = audit.record_many(run_with_a_head, [audit.Entry("resumed")], only_if=touched)
     run_with_a_head.refresh_from_db()
     assert run_with_a_head.status == "waiting" and AuditEvent.objects.get(pk=event.pk).hash == event.hash
+    assert audit.verify().ok
+
+
+def test_the_two_parts_around_prev_hash_make_the_canonical_json_python_hashes():
+    fields = {
+        "run_id": 7,
+        "tool_call_id": None,
+        "kind": "decided",
+        "actor_id": 3,
+        "actor_label": 'rita "the reviewer", "payload":{}',
+        "created_at": timezone.now(),
+    }
+    before, after = event_canonical_around(**fields, payload_json=canonical_json(AWKWARD))
+    assert before + "ab" * 32 + after == event_canonical(**fields, payload=AWKWARD, prev_hash="ab" * 32)
+
+
+def test_a_turns_events_on_a_kept_connection_are_two_prepared_statements(require_postgres, run_with_a_head, kept):
+    turn = [audit.Entry("resumed", payload={"n": n}) for n in range(3)]
+    audit.record_many(run_with_a_head, turn)  # prepares the head's lock and the three events' statement
+    with CaptureQueriesContext(connection) as queries:
+        audit.record_many(run_with_a_head, turn)
+    assert [query["sql"].split()[0] for query in queries] == ["EXECUTE", "EXECUTE"]
+    assert audit.verify().ok and AuditHead.objects.get(chain=run_with_a_head.pk).seq == 7
+
+
+def test_a_long_turns_events_are_not_kept_prepared(require_postgres, run_with_a_head, kept):
+    turn = [audit.Entry("resumed", payload={"n": n}) for n in range(store.PREPARED_UP_TO + 1)]
+    with CaptureQueriesContext(connection) as queries:
+        audit.record_many(run_with_a_head, turn)
+    assert queries[-1]["sql"].lstrip().startswith("WITH appended AS")
     assert audit.verify().ok

@@ -11,6 +11,7 @@ from pythonjsonlogger.json import JsonFormatter
 from approvals import services
 from approvals.models import AuditEvent, Tier
 from approvals.tools import Tool, registry
+from ops import logs
 from tests.reviewing import REFUND_CALL, decide, propose
 
 pytestmark = pytest.mark.django_db
@@ -99,3 +100,11 @@ def test_the_json_format_puts_the_event_fields_at_the_top(run, lines, django_cap
 
 def test_log_format_json_selects_the_json_formatter():
     assert settings.LOGGING["formatters"]["json"]["()"] == "pythonjsonlogger.json.JsonFormatter"
+
+
+def test_no_line_is_built_when_info_is_off(run, caplog, monkeypatch, django_capture_on_commit_callbacks):
+    caplog.set_level(logging.WARNING, logger="reviewhub.events")
+    monkeypatch.setattr(logs, "fields", lambda event: pytest.fail("a line was built for nobody"))
+    with django_capture_on_commit_callbacks(execute=True):
+        propose(run, *REFUND_CALL)
+    assert [record for record in caplog.records if record.name == "reviewhub.events"] == []
