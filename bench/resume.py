@@ -37,7 +37,7 @@ from bench.peers.walbytes import latency  # noqa: E402
 
 QUEUE = "bench-resume"
 TRACE = "--trace" in sys.argv
-SETTLE = 0.1  # seconds between a proposal and its decision (see sample())
+SETTLE = 0.1  # seconds between a proposal and its decision (see sample()); --settle
 
 
 def parse_args():
@@ -48,6 +48,9 @@ def parse_args():
     parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--trace", action="store_true", help="print when each task started, between the two")
+    parser.add_argument(
+        "--settle", type=float, default=SETTLE, help="seconds between a proposal and its decision (0: at once)"
+    )
     return parser.parse_args()
 
 
@@ -170,7 +173,9 @@ def in_turns(histories: list[int], samples: int, reviewer, client) -> dict:
 
 
 def main():
+    global SETTLE
     args = parse_args()
+    SETTLE = args.settle
     os.environ["REDIS_URL"] = args.redis_url
     os.environ["REVIEWHUB_RESUME"] = "agents.dispatch.enqueue_advance"
     os.environ["CELERY_QUEUE"] = QUEUE
