@@ -35,12 +35,10 @@ def agent_for_token(token: str) -> RemoteAgent | None:
     """The agent a live (not revoked) token belongs to, or None."""
     if not token.startswith(PREFIX) or len(token) > 200:
         return None
-    row = (
-        AgentToken.objects.filter(digest=digest(token), revoked_at__isnull=True, agent__user__is_active=True)
-        .select_related("agent__user")
-        .first()
-    )
-    if row is None:
+    live = AgentToken.objects.filter(revoked_at__isnull=True, agent__user__is_active=True).select_related("agent__user")
+    try:  # get(), not first(): the digest is unique, no ORDER BY to compile on every API request
+        row = live.get(digest=digest(token))
+    except AgentToken.DoesNotExist:
         return None
     now = timezone.now()
     if row.last_used_at is None or (now - row.last_used_at).total_seconds() > 60:
