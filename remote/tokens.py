@@ -9,6 +9,8 @@ import secrets
 from django.db import transaction
 from django.utils import timezone
 
+from approvals.lib.unique import one_or_none
+
 from .models import AgentToken, RemoteAgent
 
 PREFIX = "rh_"
@@ -36,9 +38,8 @@ def agent_for_token(token: str) -> RemoteAgent | None:
     if not token.startswith(PREFIX) or len(token) > 200:
         return None
     live = AgentToken.objects.filter(revoked_at__isnull=True, agent__user__is_active=True).select_related("agent__user")
-    try:  # get(), not first(): the digest is unique, no ORDER BY to compile on every API request
-        row = live.get(digest=digest(token))
-    except AgentToken.DoesNotExist:
+    row = one_or_none(live.filter(digest=digest(token)))  # the digest is unique
+    if row is None:
         return None
     now = timezone.now()
     if row.last_used_at is None or (now - row.last_used_at).total_seconds() > 60:
