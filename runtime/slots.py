@@ -17,9 +17,10 @@ soonest: more threads only take turns at the GIL, and the event loop waits with 
 
 A request that waits for something other than this process (a long-poll) gives its slot back while it waits
 (`async with released(): ...`) and takes one again, maybe another thread, before any request waiting for one:
-what it does after (a read and its answer) is short, and the agent waits for it. That needs
-every middleware to run async (reviewhub/staticfiles.py): below a sync-only one, Django runs the request from
-a thread it holds to the end.
+what it does after (a read and its answer) is short, and the agent waits for it. That needs its request to go
+through Django's async middleware chain (runtime/handler.py: an async view's do, a sync view's run the sync
+chain in one hop) with every middleware able to run async (reviewhub/staticfiles.py): below a sync-only one,
+Django runs the request from a thread it holds to the end.
 
 A read (GET, HEAD) waiting for a slot is given one before any write waiting (POST, PUT, ...), in the order the
 reads came: a long-poll's first read, an agent's look at its call's decision, a reviewer's page. While a fleet
