@@ -8,10 +8,12 @@ Celery worker for webhook deliveries; one identity and token per agent, half of 
 agents' proposals are spread evenly over the run (agent i's j-th at (j * N + i) / (N * P) of it); after each
 proposal the agent long-polls its call until its next proposal is due (at most 60 s). One reviewer's queue
 socket records each call's push; a decider approves every Kth call (--decide-every) as soon as its push
-arrives, so decision → long-poll and → webhook are measured while the fleet keeps proposing. Printed: the
-three latencies (p50/p95/p99/max), proposals per second achieved, HTTP answers that were not 2xx by status
-(and client errors by kind), CPU ms per proposal (uvicorn workers, PostgreSQL, the whole machine) and each
-uvicorn worker's RSS at the start, every 10 s and at the end, each beside the load average.
+arrives, so decision → long-poll and → webhook are measured while the fleet keeps proposing (decision →
+long-poll also for only the calls whose GET was sent before the decision: the push, and so the decision, can
+come before the agent has its answer). Printed: the three latencies (p50/p95/p99/max), proposals per second
+achieved, HTTP answers that were not 2xx by status (and client errors by kind), CPU ms per proposal (uvicorn
+workers, PostgreSQL, the whole machine) and each uvicorn worker's RSS at the start, every 10 s and at the end,
+each beside the load average.
 
 PostgreSQL's CPU is the server's, every database's: another client of the same server counts too.
 """
@@ -57,6 +59,7 @@ class Fleet(Round):
         self.to_decide: set[int] = set()
         self.proposed = 0
         self.left: dict[int, float] = {}  # call id → its agent stopped waiting on it (its next proposal was due)
+        self.polled: dict[int, float] = {}  # call id → its agent's first long-poll on it sent
 
 
 async def prepare(http, tokens: list[str], hook_url: str, hooked: int) -> None:
@@ -122,6 +125,7 @@ async def poll(http, headers, call_id: int, until: float, fleet: Fleet) -> None:
     while (left := until - time.perf_counter()) > 0.5:
         try:
             wait = {"wait": max(1, min(60, int(left)))}
+            fleet.polled.setdefault(call_id, time.perf_counter())
             answer = await http.get(f"/api/v1/calls/{call_id}", params=wait, headers=headers)
         except Exception as exc:
             fleet.statuses[f"poll {type(exc).__name__}"] += 1
@@ -289,6 +293,9 @@ def report(args, fleet: Fleet, receiver, lines: list[str], machine: Machine, ela
     answers = [(fleet.answered[c] - fleet.sent[c]) * 1000 for c in calls]
     waited = [c for c in decided if c in fleet.returned or fleet.left.get(c, 0) > fleet.committed[c]]
     polls = [(fleet.returned[c] - fleet.committed[c]) * 1000 for c in waited if c in fleet.returned]
+    # The decider approves as the push arrives, which can be before the agent has its answer and sends its GET.
+    sent_before = [c for c in waited if fleet.polled.get(c, float("inf")) < fleet.committed[c]]
+    polls_sent_before = [(fleet.returned[c] - fleet.committed[c]) * 1000 for c in sent_before if c in fleet.returned]
     hooked = fleet.hooked & set(decided)
     hooks = [(receiver.arrivals[c][0] - fleet.committed[c]) * 1000 for c in hooked if c in receiver.arrivals]
     wanted = args.agents * args.proposals
@@ -305,6 +312,7 @@ def report(args, fleet: Fleet, receiver, lines: list[str], machine: Machine, ela
     print(summary("proposal response → queue push", pushes, len(calls)))
     print(summary("proposal request sent → queue push", since_sent, len(calls)))
     print(summary("decision commit → long-poll returns", polls, len(waited)))
+    print(summary("  of these, GET sent before the decision", polls_sent_before, len(sent_before)))
     print(summary("decision commit → webhook delivered", hooks, len(hooked)))
     duplicates = sum(len(receiver.arrivals[c]) - 1 for c in hooked if c in receiver.arrivals)
     lost = len(calls) - len(pushes), len(waited) - len(polls), len(hooked) - len(hooks)

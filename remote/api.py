@@ -86,14 +86,15 @@ def _reread(request, call_id: int) -> ToolCall:
     return agent_call(request.agent, call_id)
 
 
-def _read_if_decided(request, call_id: int) -> ToolCall | None:
-    """The call once decided; while it is pending, a hundred waiting agents must not hold a hundred PostgreSQL
-    connections: the request gives back its slot while it waits, and its thread's connection serves the next
-    request (runtime/slots.py); outside a slot's thread the connection is closed."""
+def _decided_json(request, call_id: int) -> dict | None:
+    """The answer, once the call is decided (built from the call as read, in the same hop to the request's
+    thread); while it is pending, a hundred waiting agents must not hold a hundred PostgreSQL connections: the
+    request gives back its slot while it waits, and its thread's connection serves the next request
+    (runtime/slots.py); outside a slot's thread the connection is closed."""
     call = _reread(request, call_id)
     if not call.is_pending:
         approval_read(call)
-        return call
+        return call_json(call, request)
     if not connection.in_atomic_block and not slots.in_slot_thread():
         connection.close()
     return None
@@ -111,8 +112,8 @@ async def call_get(request, call_id: int = CALL_ID, wait: float = Query(0, ge=0,
         async with waiting.Waiter(call_id) as event:
             while True:
                 event.clear()  # before the read: a wake-up during it makes the wait below return at once
-                if (decided := await sync_to_async(_read_if_decided)(request, call_id)) is not None:
-                    return await sync_to_async(call_json)(decided, request)  # as read: no second query
+                if (decided := await sync_to_async(_decided_json)(request, call_id)) is not None:
+                    return decided
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break

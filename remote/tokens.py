@@ -9,6 +9,8 @@ import secrets
 from django.db import transaction
 from django.utils import timezone
 
+from approvals.lib.unique import one_or_none
+
 from .models import AgentToken, RemoteAgent
 
 PREFIX = "rh_"
@@ -35,11 +37,8 @@ def agent_for_token(token: str) -> RemoteAgent | None:
     """The agent a live (not revoked) token belongs to, or None."""
     if not token.startswith(PREFIX) or len(token) > 200:
         return None
-    row = (
-        AgentToken.objects.filter(digest=digest(token), revoked_at__isnull=True, agent__user__is_active=True)
-        .select_related("agent__user")
-        .first()
-    )
+    live = AgentToken.objects.filter(revoked_at__isnull=True, agent__user__is_active=True).select_related("agent__user")
+    row = one_or_none(live.filter(digest=digest(token)))  # the digest is unique
     if row is None:
         return None
     now = timezone.now()

@@ -17,15 +17,23 @@ soonest: more threads only take turns at the GIL, and the event loop waits with 
 
 A request that waits for something other than this process (a long-poll) gives its slot back while it waits
 (`async with released(): ...`) and takes one again, maybe another thread, before any request waiting for one:
-what it does after (a read and its answer) is short, and the agent waits for it. That needs
-every middleware to run async (reviewhub/staticfiles.py): below a sync-only one, Django runs the request from
-a thread it holds to the end.
+what it does after (a read and its answer) is short, and the agent waits for it. That needs its request to go
+through Django's async middleware chain (runtime/handler.py: an async view's do, a sync view's run the sync
+chain in one hop) with every middleware able to run async (reviewhub/staticfiles.py): below a sync-only one,
+Django runs the request from a thread it holds to the end.
+
+A read (GET, HEAD) waiting for a slot is given one before any write waiting (POST, PUT, ...), in the order the
+reads came: a long-poll's first read, an agent's look at its call's decision, a reviewer's page. While a fleet
+proposes, proposals queue by the hundred, each ~15 ms of work; a read behind them waited seconds for its few
+milliseconds (decision → long-poll p50 3.2-33 s, bench/README.md, issue 26). Writes still get every slot no
+read waits for, and reads are short and bounded by their clients (an agent long-polls one call at a time).
 """
 
 import asyncio
 import collections
 import contextlib
 import contextvars
+import enum
 import threading
 import weakref
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
@@ -36,6 +44,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 
 _pools: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pool]" = weakref.WeakKeyDictionary()
 _thread = threading.local()
+READS = ("GET", "HEAD")  # methods whose requests wait for a slot before the others' (Turn)
 
 
 def _keep_connection() -> None:
@@ -53,37 +62,48 @@ def in_slot_thread() -> bool:
     return getattr(_thread, "slot", False)
 
 
+class Turn(enum.Enum):
+    """Where a request waiting for a slot stands: the woken long-polls, then the reads, then the writes."""
+
+    WOKEN = "woken"
+    READ = "read"
+    WRITE = "write"
+
+
 class _Pool:
-    """The process's slot threads: the idle ones, and the requests waiting for one in turn."""
+    """The process's slot threads: the idle ones, and the requests waiting for one, reads before writes."""
 
     def __init__(self, size: int):
         self.size = size
         self.idle = [
             ThreadPoolExecutor(1, thread_name_prefix="web-slot", initializer=_keep_connection) for _ in range(size)
         ]
-        self.waiting: collections.deque[asyncio.Future[ThreadPoolExecutor]] = collections.deque()
+        self.reads: collections.deque[asyncio.Future[ThreadPoolExecutor]] = collections.deque()
+        self.writes: collections.deque[asyncio.Future[ThreadPoolExecutor]] = collections.deque()
 
-    async def take(self, first: bool) -> ThreadPoolExecutor:
-        """A thread; `first`: before every request waiting (a long-poll woken by its decision)."""
+    async def take(self, turn: Turn) -> ThreadPoolExecutor:
+        """A thread, after the requests waiting ahead of this turn."""
         if self.idle:
             return self.idle.pop()
         future = asyncio.get_running_loop().create_future()
-        self.waiting.appendleft(future) if first else self.waiting.append(future)
+        line = self.writes if turn is Turn.WRITE else self.reads
+        line.appendleft(future) if turn is Turn.WOKEN else line.append(future)
         try:
             return await future
         except asyncio.CancelledError:
             if future.done() and not future.cancelled():  # handed a thread as it was cancelled
                 self.give(future.result())
             with contextlib.suppress(ValueError):
-                self.waiting.remove(future)
+                line.remove(future)
             raise
 
     def give(self, thread: ThreadPoolExecutor) -> None:
-        while self.waiting:
-            future = self.waiting.popleft()
-            if not future.done():
-                future.set_result(thread)
-                return
+        for line in (self.reads, self.writes):
+            while line:
+                future = line.popleft()
+                if not future.done():
+                    future.set_result(thread)
+                    return
         self.idle.append(thread)
 
 
@@ -94,8 +114,8 @@ class _Slot(Executor):
         self.pool = pool
         self.thread: ThreadPoolExecutor | None = None
 
-    async def take(self, first: bool = False) -> None:
-        self.thread = await self.pool.take(first)
+    async def take(self, turn: Turn) -> None:
+        self.thread = await self.pool.take(turn)
 
     def give_back(self) -> None:
         if self.thread is not None:
@@ -126,7 +146,7 @@ def limited(app):
         if scope["type"] != "http" or size <= 0:
             return await app(scope, receive, send)
         slot = _Slot(_pool(size))
-        await slot.take()
+        await slot.take(Turn.READ if scope.get("method") in READS else Turn.WRITE)
         token = _slot.set(slot)
         try:
             async with ThreadSensitiveContext(executor=slot):  # Django's own, inside, then changes nothing
@@ -157,4 +177,4 @@ async def released():
     try:
         yield
     finally:
-        await slot.take(first=True)
+        await slot.take(Turn.WOKEN)

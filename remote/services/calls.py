@@ -19,6 +19,7 @@ from django.utils import timezone
 from approvals import access, audit, live, services
 from approvals.kinds.question import question_problem
 from approvals.lib.hashing import args_hash, canonical_json
+from approvals.lib.unique import one_or_none
 from approvals.models import Message, Run, Tier, ToolCall
 from approvals.planted import planted
 from approvals.tools import ArgumentsInvalid
@@ -36,7 +37,8 @@ def _thread_run(agent: RemoteAgent, thread_id: str, user_request: str) -> tuple[
     run opened for the step to store (services.run_open). One statement."""
     last_request = Message.objects.filter(run=OuterRef("run"), role=Message.Role.USER).order_by("-seq")
     threads = Thread.objects.filter(agent=agent, thread_id=thread_id, run__in=access.agent_runs(agent.user))
-    thread = threads.select_related("run").annotate(last_request=Subquery(last_request.values("content")[:1])).first()
+    last = Subquery(last_request.values("content")[:1])
+    thread = one_or_none(threads.select_related("run").annotate(last_request=last))  # one per agent and id
     if thread is not None:
         return thread.run, user_request if user_request and user_request != thread.last_request else ""
     run = services.run_open(
@@ -51,7 +53,7 @@ def _thread_run(agent: RemoteAgent, thread_id: str, user_request: str) -> tuple[
 def _existing(agent: RemoteAgent, key: str, request_hash: str) -> ToolCall | None:
     """The call proposed with this key before, as the agent may see it (ready for its answer), or None."""
     calls = access.agent_calls(agent.user).filter(remote__agent=agent, remote__idempotency_key=key)
-    found = calls.select_related("run", "remote__tool").first()
+    found = one_or_none(calls.select_related("run", "remote__tool"))  # one per agent and key
     if found is None:
         return None
     if found.remote.request_hash != request_hash:
@@ -63,7 +65,7 @@ def _existing(agent: RemoteAgent, key: str, request_hash: str) -> ToolCall | Non
 
 
 def _declared(agent: RemoteAgent, name: str, arguments: dict) -> DeclaredTool:
-    tool = DeclaredTool.objects.filter(agent=agent, name=name, current=True).first()
+    tool = one_or_none(DeclaredTool.objects.filter(agent=agent, name=name, current=True))  # one current
     if tool is None:
         raise NotFound(f"There is no tool named {name!r}; declare it first (PUT /api/v1/tools/{{name}}).")
     tool.agent = agent  # its qualified name, without reading the agent again
@@ -167,7 +169,7 @@ def agent_call(agent: RemoteAgent, call_id: int, *, lock: bool = False) -> ToolC
     calls = access.agent_calls(agent.user).select_related("run", "remote__tool")
     if lock:
         calls = calls.select_for_update(of=("self",))
-    call = calls.filter(pk=call_id).first()
+    call = one_or_none(calls.filter(pk=call_id))
     if call is None:
         raise NotFound("There is no such call.")
     return call

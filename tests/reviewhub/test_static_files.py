@@ -16,8 +16,9 @@ async def test_a_static_file_is_served():
 
 
 def test_every_middleware_can_run_async():
-    """One sync-only middleware makes Django run the rest of each request from a thread the request holds to
-    its end (runtime/slots.py: a long-poll could not give its slot back)."""
+    """The async chain still serves every async view (runtime/handler.py: a long-poll; a sync view's request
+    takes the sync chain in one hop). One sync-only middleware would make Django run the rest of it from a thread
+    the request holds to its end (runtime/slots.py: a long-poll could not give its slot back)."""
     from django.conf import settings
     from django.utils.module_loading import import_string
 

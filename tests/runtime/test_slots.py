@@ -37,8 +37,8 @@ async def until(condition, seconds: float = 30.0) -> None:
         await asyncio.sleep(0.01)
 
 
-def request(app, path: str = "/", kind: str = "http"):
-    return asyncio.create_task(slots.limited(app)({"type": kind, "path": path}, None, None))
+def request(app, path: str = "/", kind: str = "http", method: str = "POST"):
+    return asyncio.create_task(slots.limited(app)({"type": kind, "path": path, "method": method}, None, None))
 
 
 async def test_no_more_requests_are_at_work_than_there_are_slots(settings):
@@ -141,3 +141,26 @@ async def test_a_request_done_waiting_takes_the_next_slot_before_requests_that_w
     await asyncio.wait_for(asyncio.gather(a, b, c), 30)
 
     assert order == ["b", "a", "c"]
+
+
+async def test_a_read_waiting_for_a_slot_gets_one_before_the_writes_waiting_before_it(settings):
+    """A long-poll's first read, or an agent's look at a decision, must not queue behind a fleet's proposals."""
+    settings.WEB_REQUEST_SLOTS = 1
+    go_on = asyncio.Event()
+    order: list[str] = []
+
+    async def app(scope, receive, send):
+        if scope["path"] == "busy":
+            await go_on.wait()
+        order.append(scope["path"])
+
+    busy = request(app, "busy")  # holds the one slot
+    await asyncio.sleep(0.01)
+    writes = [request(app, f"propose {i}") for i in range(3)]
+    await asyncio.sleep(0.01)
+    reads = [request(app, "read 1", method="GET"), request(app, "read 2", method="HEAD")]
+    await asyncio.sleep(0.01)
+    go_on.set()
+    await asyncio.wait_for(asyncio.gather(busy, *writes, *reads), 30)
+
+    assert order == ["busy", "read 1", "read 2", "propose 0", "propose 1", "propose 2"]
