@@ -6,7 +6,6 @@ is released, to be claimed again with the same execution key; any other call bec
 in the queue where a person says what happened (services/outcomes.py).
 """
 
-import logging
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -19,8 +18,6 @@ from approvals import audit, live
 from ..models import Run, ToolCall
 from ..tools import registry
 from .runs import request_resume, run_set_status
-
-log = logging.getLogger(__name__)
 
 
 def execution_lease() -> timedelta:

@@ -5,7 +5,6 @@ registers it. A thread started per block cost a resumption about 0.1-0.2 ms betw
 body (starting it, and its start-up taking the GIL from the body), and its join after.
 """
 
-import itertools
 import logging
 import os
 import threading
@@ -29,11 +28,11 @@ class Renewing:
         self.every = max(0.2, (seconds or settings.EXECUTION_LEASE_SECONDS) / 3)
 
     def __enter__(self) -> "Renewing":
-        self._key = _renewer().add(self)
+        _renewer().add(self)
         return self
 
     def __exit__(self, *exc) -> None:
-        _renewer().remove(self._key)
+        _renewer().remove(self)
 
     def renew_once(self) -> bool:
         """One renewal; False when the lease is gone (renewing stops). An error is logged and retried next time:
@@ -51,44 +50,40 @@ class _Renewer:
     """The thread that renews every lease of this process when it falls due."""
 
     def __init__(self) -> None:
-        self._due: dict[int, tuple[float, Renewing]] = {}
-        self._keys = itertools.count()
+        self._due: dict[Renewing, float] = {}  # each block held, and when its next renewal is due
         self._changed = threading.Condition()
         threading.Thread(target=self._loop, name="lease-renewal", daemon=True).start()
 
-    def add(self, holder: Renewing) -> int:
-        key = next(self._keys)
+    def add(self, holder: Renewing) -> None:
         with self._changed:
-            self._due[key] = (time.monotonic() + holder.every, holder)
+            self._due[holder] = time.monotonic() + holder.every
             self._changed.notify()
-        return key
 
-    def remove(self, key: int) -> None:
+    def remove(self, holder: Renewing) -> None:
         with self._changed:
-            self._due.pop(key, None)
+            self._due.pop(holder, None)
 
     def _loop(self) -> None:
         while True:
-            for key, holder in self._next_due():
+            for holder in self._next_due():
                 keep = holder.renew_once()
                 with self._changed:
-                    if key in self._due:  # not left meanwhile
+                    if holder in self._due:  # not left meanwhile
                         if keep:
-                            self._due[key] = (time.monotonic() + holder.every, holder)
+                            self._due[holder] = time.monotonic() + holder.every
                         else:
-                            del self._due[key]
+                            del self._due[holder]
             connection.close()  # this thread's own: nothing kept open between renewals
 
-    def _next_due(self) -> list[tuple[int, Renewing]]:
+    def _next_due(self) -> list[Renewing]:
         """Wait until some lease is due; those that are."""
         with self._changed:
             while True:
                 now = time.monotonic()
-                due = [(key, holder) for key, (when, holder) in self._due.items() if when <= now]
+                due = [holder for holder, when in self._due.items() if when <= now]
                 if due:
                     return due
-                soonest = min((when for when, _ in self._due.values()), default=now + 60)
-                self._changed.wait(soonest - now)
+                self._changed.wait(min(self._due.values(), default=now + 60) - now)
 
 
 _instance: _Renewer | None = None
