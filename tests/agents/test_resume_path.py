@@ -6,11 +6,11 @@ from django.test.utils import CaptureQueriesContext
 
 from agents import loop
 from approvals import services
-from approvals.lib import prepared
 from approvals.models import AuditEvent, AuditHead, Run, ToolCall
 from approvals.policy import snapshot as policy_snapshot
 from approvals.services.transcript import record_output
 from shop.models import Refund
+from tests import support
 
 REFUND_REQUEST = "Order A-1002 arrived broken. Please refund $35."
 
@@ -65,9 +65,7 @@ def test_on_a_workers_connection_the_read_and_the_claim_are_prepared_statements(
 ):
     call = approved(make_run, reviewer)
     monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 300)  # kept between tasks (reviewhub/celery.py)
-    with connection.cursor() as cursor:  # as a new connection: nothing prepared on it yet
-        cursor.execute("DEALLOCATE ALL")
-    prepared._prepared.pop(connection.connection, None)
+    support.nothing_prepared()
     with CaptureQueriesContext(connection) as queries:
         loop.advance(call.run_id, only=loop.TOOLS)
     sql = [q["sql"] for q in queries.captured_queries]

@@ -8,9 +8,9 @@ from django.utils import timezone
 
 from approvals import audit
 from approvals.audit import store
-from approvals.lib import prepared
 from approvals.lib.hashing import canonical_json, event_canonical, event_canonical_around
 from approvals.models import AuditEvent, AuditHead, Run
+from tests import support
 
 pytestmark = pytest.mark.django_db
 
@@ -52,9 +52,7 @@ def test_one_event_is_one_statement(require_postgres, run_with_a_head, kept):
 
 
 def test_the_prepared_statement_outlives_a_rolled_back_transaction(require_postgres, run_with_a_head, kept):
-    with connection.cursor() as cursor:
-        cursor.execute("DEALLOCATE ALL")  # so that the rolled-back block prepares it
-    prepared._prepared.pop(connection.connection, None)
+    support.nothing_prepared()  # so that the rolled-back block prepares it
     with pytest.raises(RuntimeError), transaction.atomic():
         audit.record("resumed", run=run_with_a_head, payload={"rolled back": True})
         raise RuntimeError("roll back")

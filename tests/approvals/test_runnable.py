@@ -5,9 +5,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from approvals import services
-from approvals.lib import prepared
 from approvals.models import Decision, Run, ToolCall
 from practice.models import PracticeCall
+from tests import support
 
 REFUND = "Order A-1002 arrived broken. Please refund $35."
 
@@ -95,10 +95,8 @@ def test_a_practice_call_and_a_finished_run_are_left_out(make_run, reviewer):
 def test_on_a_kept_connection_the_read_is_prepared_once_and_reads_the_same(make_run, reviewer, monkeypatch):
     call = approved(make_run, reviewer)
     monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 300)  # a worker's (reviewhub/celery.py)
-    if connection.vendor == "postgresql":  # as a new connection: nothing prepared on it yet
-        with connection.cursor() as cursor:
-            cursor.execute("DEALLOCATE ALL")
-        prepared._prepared.pop(connection.connection, None)
+    if connection.vendor == "postgresql":
+        support.nothing_prepared()
     with CaptureQueriesContext(connection) as queries:
         first, again = services.approved_in_run(call.run_id), services.approved_in_run(call.run_id)
     assert_same(first, orm_read(call.run_id))
