@@ -46,6 +46,9 @@ def focused_card(page) -> str:
     return page.evaluate("(document.activeElement.closest('article.call') || {}).id || document.activeElement.tagName")
 
 
+SELECTED = re.compile(r"\bselected\b")
+
+
 def selected_row(page) -> str:
     return page.evaluate("(document.querySelector('#queue li.qrow.selected') || {}).id || ''")
 
@@ -154,9 +157,11 @@ def test_a_reviewer_decides_from_the_keyboard(open_page, reviewer, requester, sh
     page.keyboard.press("j")
     page.keyboard.press("j")
     expect(page.locator(f"#detail #call-{email.pk}")).to_be_visible()
+    expect(page.locator(f"#row-{email.pk}")).to_have_class(SELECTED)  # its card's load marks it when it settles
     assert selected_row(page) == f"row-{email.pk}"
     page.keyboard.press("k")
     expect(page.locator(f"#detail #call-{refund.pk}")).to_be_visible()
+    expect(page.locator(f"#row-{refund.pk}")).to_have_class(SELECTED)
     assert selected_row(page) == f"row-{refund.pk}"
 
     page.keyboard.press("e")
