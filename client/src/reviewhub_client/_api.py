@@ -2,6 +2,7 @@
 `parse` turns the answer into a model or an ApiError."""
 
 import json
+import random
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -12,6 +13,7 @@ from .errors import ApiError
 
 PREFIX = "/api/v1"
 MAX_WAIT = 60  # seconds: the longest long-poll the server holds
+BUSY_TIMEOUT = 120.0  # seconds a client keeps sending again a request the server turned away while busy
 
 M = TypeVar("M")
 
@@ -88,10 +90,32 @@ def parse(response: httpx.Response, model: Any) -> Any:
         body = body if isinstance(body, dict) else {}
         detail = str(body.get("detail") or response.reason_phrase or "error")
         errors = body.get("errors") if isinstance(body.get("errors"), dict) else {}
-        raise ApiError(response.status_code, detail, errors)
+        raise ApiError(response.status_code, detail, errors, retry_after(response))
     if isinstance(model, type) and issubclass(model, BaseModel):
         return model.model_validate(response.json())
     return TypeAdapter(model).validate_python(response.json())
+
+
+def retry_after(response: httpx.Response) -> float | None:
+    """The seconds a 429 or 503 asks the client to wait before sending the request again (Retry-After in
+    seconds; a date, or no header, asks nothing)."""
+    value = response.headers.get("retry-after", "").strip()
+    if response.status_code in (429, 503) and value.isdigit():
+        return float(value)
+    return None
+
+
+def busy_backoff(exc: Exception) -> bool | float:
+    """stamina's backoff hook: a request the server turned away while busy (runtime/admission.py: it did nothing
+    with it) is sent again after its Retry-After and up to half as long again, so that the agents it turned
+    away together do not all come back in the same instant. Nothing else is sent again."""
+    if isinstance(exc, ApiError) and exc.retry_after is not None:
+        return busy_wait(exc.retry_after)
+    return False
+
+
+def busy_wait(retry_after: float) -> float:
+    return retry_after * random.uniform(1.0, 1.5)
 
 
 def headers(token: str) -> dict[str, str]:

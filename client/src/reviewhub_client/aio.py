@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx2 as httpx
+import stamina
 
 from . import _api
 from .client import Execution, approved_arguments, approved_key, recorded
@@ -18,10 +19,19 @@ from .models import DONE, Call, Claim, Tier, Tool, Webhook
 class AsyncReviewHub:
     """`AsyncReviewHub(url, token)`: the async twin of `ReviewHub`."""
 
-    def __init__(self, base_url: str, token: str, *, timeout: float = 10.0, transport: Any = None):
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = 10.0,
+        busy_timeout: float = _api.BUSY_TIMEOUT,
+        transport: Any = None,
+    ):
         self.http = httpx.AsyncClient(
             base_url=base_url.rstrip("/"), headers=_api.headers(token), timeout=timeout, transport=transport
         )
+        self._until_let_in = stamina.AsyncRetryingCaller(attempts=None, timeout=busy_timeout).on(_api.busy_backoff)
 
     async def __aenter__(self) -> "AsyncReviewHub":
         return self
@@ -33,6 +43,9 @@ class AsyncReviewHub:
         await self.http.aclose()
 
     async def _send(self, spec: _api.Spec, model: Any) -> Any:
+        return await self._until_let_in(self._send_once, spec, model)
+
+    async def _send_once(self, spec: _api.Spec, model: Any) -> Any:
         return _api.parse(await self.http.request(spec.method, spec.path, **_api.request_kwargs(spec)), model)
 
     async def declare_tool(

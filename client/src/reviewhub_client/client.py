@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx2 as httpx
+import stamina
 
 from . import _api
 from .errors import ApiError, NotApproved, ReviewHubError, ToolFailed
@@ -49,10 +50,21 @@ def recorded(call: Call) -> Execution:
 class ReviewHub:
     """`ReviewHub(url, token)`: declare tools, propose calls, wait for decisions, claim and report executions."""
 
-    def __init__(self, base_url: str, token: str, *, timeout: float = 10.0, transport: Any = None):
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = 10.0,
+        busy_timeout: float = _api.BUSY_TIMEOUT,
+        transport: Any = None,
+    ):
         self.http = httpx.Client(
             base_url=base_url.rstrip("/"), headers=_api.headers(token), timeout=timeout, transport=transport
         )
+        # A request turned away while the server is busy (503 and Retry-After) is sent again after the wait it
+        # asks, for up to busy_timeout seconds (_api.busy_backoff).
+        self._until_let_in = stamina.RetryingCaller(attempts=None, timeout=busy_timeout).on(_api.busy_backoff)
 
     def __enter__(self) -> "ReviewHub":
         return self
@@ -64,6 +76,9 @@ class ReviewHub:
         self.http.close()
 
     def _send(self, spec: _api.Spec, model: Any) -> Any:
+        return self._until_let_in(self._send_once, spec, model)
+
+    def _send_once(self, spec: _api.Spec, model: Any) -> Any:
         return _api.parse(self.http.request(spec.method, spec.path, **_api.request_kwargs(spec)), model)
 
     def declare_tool(

@@ -6,10 +6,13 @@ class ReviewHubError(Exception):
 
 
 class ApiError(ReviewHubError):
-    """A 4xx or 5xx answer: the status, the server's sentence and its field errors ({"field.path": [messages]})."""
+    """A 4xx or 5xx answer: the status, the server's sentence and its field errors ({"field.path": [messages]});
+    `retry_after`: the seconds a 429 or 503 asked to wait before sending the request again (None: not asked)."""
 
-    def __init__(self, status: int, detail: str, errors: dict[str, list[str]] | None = None):
-        self.status, self.detail, self.errors = status, detail, errors or {}
+    def __init__(
+        self, status: int, detail: str, errors: dict[str, list[str]] | None = None, retry_after: float | None = None
+    ):
+        self.status, self.detail, self.errors, self.retry_after = status, detail, errors or {}, retry_after
         fields = "; ".join(f"{field}: {' '.join(messages)}" for field, messages in self.errors.items())
         super().__init__(f"{status} {detail}" + (f" ({fields})" if fields else ""))
 

@@ -1,0 +1,84 @@
+"""The client sends again a request the server turned away while busy (503 or 429 with Retry-After in
+seconds: runtime/admission.py), after that wait and up to half as long again, for up to busy_timeout seconds;
+any other error it raises at once."""
+
+import asyncio
+
+import httpx2 as httpx
+import pytest
+from reviewhub_client import ApiError, AsyncReviewHub, ReviewHub, _api
+
+CALL = {"id": 7, "status": "pending", "tool": "issue_refund", "arguments": {}, "thread_id": "t", "run_id": 1}
+BUSY = {"detail": "ReviewHub is busy."}
+
+
+def answers(*responses):
+    """A MockTransport that gives these answers in turn, and the requests it was sent."""
+    sent: list[httpx.Request] = []
+    queue = list(responses)
+
+    def answer(request):
+        sent.append(request)
+        return queue.pop(0)
+
+    return httpx.MockTransport(answer), sent
+
+
+def propose(client):
+    return client.propose(thread_id="t", tool="issue_refund", arguments={}, idempotency_key="k-1")
+
+
+@pytest.fixture
+def waits(monkeypatch) -> list[float]:
+    """The waits the client asked for (each Retry-After), without sleeping them."""
+    asked: list[float] = []
+    monkeypatch.setattr(_api, "busy_wait", lambda seconds: asked.append(seconds) or 0.0)
+    return asked
+
+
+def test_a_proposal_turned_away_is_sent_again_after_the_wait_asked(waits):
+    busy = httpx.Response(503, json=BUSY, headers={"Retry-After": "3"})
+    transport, sent = answers(busy, httpx.Response(429, headers={"Retry-After": "1"}), httpx.Response(201, json=CALL))
+    with ReviewHub("http://hub.test", "rh_x", transport=transport) as client:
+        call = propose(client)
+    assert call.id == 7 and waits == [3.0, 1.0] and len(sent) == 3
+    assert sent[0].content == sent[2].content  # the same proposal, the same idempotency key
+
+
+def test_an_error_without_retry_after_is_raised_at_once(waits):
+    transport, sent = answers(httpx.Response(503, json={"detail": "down"}), httpx.Response(201, json=CALL))
+    with ReviewHub("http://hub.test", "rh_x", transport=transport) as client, pytest.raises(ApiError) as raised:
+        propose(client)
+    assert raised.value.status == 503 and raised.value.retry_after is None and len(sent) == 1 and waits == []
+
+
+def test_a_date_in_retry_after_asks_nothing():
+    response = httpx.Response(503, headers={"Retry-After": "Wed, 21 Oct 2026 07:28:00 GMT"})
+    assert _api.retry_after(response) is None
+    assert _api.retry_after(httpx.Response(500, headers={"Retry-After": "2"})) is None
+
+
+def test_past_busy_timeout_the_last_answer_is_raised(monkeypatch):
+    monkeypatch.setattr(_api, "busy_wait", lambda seconds: 0.05)
+    transport, sent = answers(*[httpx.Response(503, json=BUSY, headers={"Retry-After": "1"})] * 100)
+    with ReviewHub("http://hub.test", "rh_x", busy_timeout=0.2, transport=transport) as client:
+        with pytest.raises(ApiError) as raised:
+            propose(client)
+    assert raised.value.status == 503 and raised.value.retry_after == 1.0
+    assert 2 <= len(sent) < 100
+
+
+def test_the_wait_is_retry_after_and_up_to_half_as_long_again():
+    seen = [_api.busy_wait(2.0) for _ in range(200)]
+    assert all(2.0 <= wait <= 3.0 for wait in seen) and max(seen) - min(seen) > 0.2
+
+
+def test_the_async_client_sends_it_again_too(waits):
+    busy = httpx.Response(503, json=BUSY, headers={"Retry-After": "2"})
+    transport, sent = answers(busy, httpx.Response(201, json=CALL))
+
+    async def main():
+        async with AsyncReviewHub("http://hub.test", "rh_x", transport=transport) as client:
+            return await client.propose(thread_id="t", tool="issue_refund", arguments={}, idempotency_key="k-1")
+
+    assert asyncio.run(main()).id == 7 and waits == [2.0] and len(sent) == 2
