@@ -45,6 +45,7 @@ def parse_args():
     parser.add_argument("--over", type=float, default=60.0, help="seconds the proposals are spread over")
     parser.add_argument("--decide-every", type=int, default=10, help="the decider approves every Kth call")
     parser.add_argument("--sample-every", type=float, default=10.0, help="seconds between RSS samples")
+    parser.add_argument("--shared-client", action="store_true", help="one HTTP client (and pool) for all agents")
     waiting.stack_arguments(parser)
     return parser.parse_args()
 
@@ -60,6 +61,8 @@ class Fleet(Round):
         self.proposed = 0
         self.left: dict[int, float] = {}  # call id → its agent stopped waiting on it (its next proposal was due)
         self.polled: dict[int, float] = {}  # call id → its agent's first long-poll on it sent
+        self.let_in: dict[int, float] = {}  # call id → the send of its proposal that was not turned away
+        self.lags: list[float] = []  # ms this process's event loop was late waking a sleep of LAG_EVERY
 
 
 async def prepare(http, tokens: list[str], hook_url: str, hooked: int) -> None:
@@ -80,6 +83,15 @@ async def prepare(http, tokens: list[str], hook_url: str, hooked: int) -> None:
                 (await http.post("/api/v1/webhooks", json={"url": hook_url}, headers=headers)).raise_for_status()
 
     await asyncio.gather(*(one(i, token) for i, token in enumerate(tokens)))
+
+
+async def agent_with_own_client(http, *rest) -> None:
+    """An agent with its own HTTP client, as an agent in a process of its own has (--shared-client: one for all,
+    whose pool of thousands of connections costs this process more CPU at every request)."""
+    import httpx
+
+    async with httpx.AsyncClient(base_url=str(http.base_url), timeout=90, trust_env=False) as own:
+        await agent(own, *rest)
 
 
 async def agent(http, i: int, token: str, fleet: Fleet, args, start: float, stamp: str, hooked: bool) -> None:
@@ -104,7 +116,7 @@ async def agent(http, i: int, token: str, fleet: Fleet, args, start: float, stam
 async def propose(http, headers, body, fleet: Fleet, hooked: bool) -> int | None:
     sent = time.perf_counter()
     try:
-        answer = await http.post("/api/v1/calls", json=body, headers=headers)
+        answer, let_in = await waiting.propose_until_let_in(http, body, headers, fleet.turned_away)
     except Exception as exc:  # counted, as an agent would retry it
         fleet.statuses[f"proposal {type(exc).__name__}"] += 1
         return None
@@ -112,7 +124,7 @@ async def propose(http, headers, body, fleet: Fleet, hooked: bool) -> int | None
         fleet.statuses[f"proposal {answer.status_code}"] += 1
         return None
     call_id = answer.json()["id"]
-    fleet.sent[call_id], fleet.answered[call_id] = sent, time.perf_counter()
+    fleet.sent[call_id], fleet.answered[call_id], fleet.let_in[call_id] = sent, time.perf_counter(), let_in
     fleet.proposed += 1
     if call_id % fleet.decide_every == 0:
         fleet.to_decide.add(call_id)
@@ -243,6 +255,17 @@ def rss_line(label: str, pids: list[int], proposed: int) -> str:
     return f"  RSS {label:<8} {kib} MiB (workers {', '.join(map(str, pids))}); {proposed} proposed; load {load:.2f}"
 
 
+LAG_EVERY = 0.1
+
+
+async def watch_lag(fleet: Fleet) -> None:
+    """How late this process's event loop wakes a sleep: its time stamps (a long-poll's return) are as late."""
+    while True:
+        asked = time.perf_counter()
+        await asyncio.sleep(LAG_EVERY)
+        fleet.lags.append((time.perf_counter() - asked - LAG_EVERY) * 1000)
+
+
 async def sample_rss(pids: list[int], fleet: Fleet, every: float, lines: list[str], start: float) -> None:
     while True:
         await asyncio.sleep(every)
@@ -269,9 +292,11 @@ async def run(args, port: int, people, receiver, server_pid: int) -> tuple[Fleet
         machine = Machine(pids, await asyncio.to_thread(postmaster_pid))
         start = time.perf_counter() + 1.0
         sampler = asyncio.create_task(sample_rss(pids, fleet, args.sample_every, lines, start))
+        lag = asyncio.create_task(watch_lag(fleet))
         decider = asyncio.create_task(asyncio.to_thread(decide_as_pushed, reviewer, fleet, done))
         stamp = time.strftime("%H%M%S")
-        agents = [agent(http, i, token, fleet, args, start, stamp, i < hooked) for i, token in enumerate(tokens)]
+        run_agent = agent if args.shared_client else agent_with_own_client
+        agents = [run_agent(http, i, token, fleet, args, start, stamp, i < hooked) for i, token in enumerate(tokens)]
         await asyncio.gather(*agents)
         elapsed = max(fleet.answered.values(), default=start) - start
         machine.stop()
@@ -282,6 +307,7 @@ async def run(args, port: int, people, receiver, server_pid: int) -> tuple[Fleet
         lines.append(rss_line("end", pids, fleet.proposed))
         sampler.cancel()
         watcher.cancel()
+        lag.cancel()
         return fleet, lines, machine, elapsed
 
 
@@ -307,8 +333,11 @@ def report(args, fleet: Fleet, receiver, lines: list[str], machine: Machine, ela
     print(f"{os.cpu_count()} CPUs; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"proposals answered 201: {len(calls)} of {wanted}, {len(calls) / elapsed:.1f}/s over {elapsed:.1f} s")
     print(f"not 2xx or no answer: {dict(fleet.statuses) or 'none'}")
+    print(waiting.turned_away_line(fleet.turned_away))
     print(f"{'':<44} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'max ms':>8}   count")
     print(summary("proposal request sent → response", answers, wanted))
+    let_in = [(fleet.answered[c] - fleet.let_in[c]) * 1000 for c in calls]
+    print(summary("  the send not turned away → response", let_in, len(calls)))
     print(summary("proposal response → queue push", pushes, len(calls)))
     print(summary("proposal request sent → queue push", since_sent, len(calls)))
     print(summary("decision commit → long-poll returns", polls, len(waited)))
@@ -320,6 +349,7 @@ def report(args, fleet: Fleet, receiver, lines: list[str], machine: Machine, ela
     print(f"{duplicates} duplicate deliveries", end=" ")
     print(f"({len(decided)} decided, {len(waited)} of them while their agent still waited)")
     print(machine.per(len(calls), "proposal"))
+    print(summary("this bench's event loop, late by (ms)", fleet.lags, len(fleet.lags)))
     print("\n".join(lines))
     fleet.hooked = hooked
     webhook_path(fleet, receiver)

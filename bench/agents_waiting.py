@@ -13,6 +13,10 @@ each commit. Printed (ms, p50/p95/p99/max, count/expected):
   decision commit → the long-poll returns
   decision commit → the webhook is delivered (received by the agent's endpoint)
 
+A proposal turned away while the server is busy (503 and Retry-After: runtime/admission.py) is sent again as
+reviewhub_client does (after Retry-After and up to half as long again); its "request sent" is the first send's.
+How often, and the waits asked, are printed.
+
     .venv/bin/python bench/agents_waiting.py                 # 100 agents, half with webhooks
     .venv/bin/python bench/agents_waiting.py --agents 100 --webhooks all --interval 0.05
 
@@ -35,6 +39,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from reviewhub_client import _api as client_api  # noqa: E402
 
 from bench.common import percentile, setup_django  # noqa: E402
 from bench.fanout import PENDING_CALL, free_port, start_server  # noqa: E402
@@ -149,6 +155,7 @@ class Round:
         self.returned: dict[int, float] = {}  # call id → long-poll returned with a decision
         self.hooked: set[int] = set()  # calls of agents with a webhook
         self.polls_lost: list[str] = []
+        self.turned_away: list[float] = []  # Retry-After of each proposal turned away while the server was busy
 
 
 async def agent(http, token: str, tag: str, rnd: Round, hooked: bool, delay: float) -> None:
@@ -162,7 +169,7 @@ async def agent(http, token: str, tag: str, rnd: Round, hooked: bool, delay: flo
         "idempotency_key": f"bench-{tag}",
     }
     sent = time.perf_counter()
-    answer = await http.post("/api/v1/calls", json=body, headers=headers)
+    answer, _ = await propose_until_let_in(http, body, headers, rnd.turned_away)
     answered = time.perf_counter()
     if answer.status_code != 201:
         rnd.polls_lost.append(f"{tag}: proposal {answer.status_code} {answer.text[:200]}")
@@ -177,6 +184,19 @@ async def agent(http, token: str, tag: str, rnd: Round, hooked: bool, delay: flo
             rnd.returned[call_id] = time.perf_counter()
             return
     rnd.polls_lost.append(f"{tag}: call {call_id} still pending after three waits")
+
+
+async def propose_until_let_in(http, body: dict, headers: dict, turned_away: list) -> tuple[object, float]:
+    """POST the proposal; turned away while the server is busy (503, Retry-After), wait as reviewhub_client
+    does and send it again. Each time turned away is appended to `turned_away`. The answer, and when the
+    send it answers was sent."""
+    while True:
+        sent = time.perf_counter()
+        answer = await http.post("/api/v1/calls", json=body, headers=headers)
+        if (seconds := client_api.retry_after(answer)) is None:
+            return answer, sent
+        turned_away.append(seconds)
+        await asyncio.sleep(client_api.busy_wait(seconds))
 
 
 async def watch_queue(port: int, cookie: str, rnd: Round, ready: asyncio.Event) -> None:
@@ -248,6 +268,14 @@ def summary(name: str, values: list[float], expected: int) -> str:
     return f"{name:<44} {figures}   {len(values):>4}/{expected}"
 
 
+def turned_away_line(turned_away: list[float]) -> str:
+    """How often a proposal was turned away while the server was busy (and sent again), and the waits asked."""
+    if not turned_away:
+        return "turned away while busy: none"
+    asked = f"Retry-After p50 {percentile(turned_away, 50):.0f} s, max {max(turned_away):.0f} s"
+    return f"turned away while busy and sent again: {len(turned_away)} times ({asked})"
+
+
 def report(rnd: Round, receiver) -> None:
     hooked_calls = rnd.hooked
     calls = sorted(rnd.sent)
@@ -266,6 +294,7 @@ def report(rnd: Round, receiver) -> None:
     duplicates = sum(len(receiver.arrivals[c]) - 1 for c in hooked_calls if c in receiver.arrivals)
     lost = len(calls) - len(pushes), len(calls) - len(polls), len(hooked_calls) - len(hooks)
     print(f"lost: {lost[0]} pushes, {lost[1]} long-polls, {lost[2]} webhooks; {duplicates} duplicate deliveries")
+    print(turned_away_line(rnd.turned_away))
     if polls:
         order = sorted(rnd.committed, key=rnd.committed.get)
         timed = [c for c in calls if c in rnd.returned and c in rnd.committed]
