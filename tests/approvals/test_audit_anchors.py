@@ -131,7 +131,9 @@ def test_many_changed_chains_make_several_bounded_anchors_at_a_fixed_cost():
     with CaptureQueriesContext(connection) as many:
         assert anchors.anchor_heads(max_heads=10) == 8
     assert len(many) == len(few)  # the same statements for 5 heads and for 8
-    reads = [q["sql"] for q in many if 'FROM "approvals_audithead"' in q["sql"] and "SKIP LOCKED" in q["sql"]]
+    # One read of the heads (locked, skipping any another anchorer holds, where the database can: not SQLite).
+    skip = "SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
+    reads = [q["sql"] for q in many if 'FROM "approvals_audithead"' in q["sql"] and skip in q["sql"]]
     assert len(reads) == 1
     assert audit.verify().ok
 
