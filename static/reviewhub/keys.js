@@ -6,6 +6,7 @@
   "use strict";
 
   var keyed = false; // the last decision in the pane was made from the keyboard: go on to the next row
+  var chosen = ""; // the id of the row the reviewer chose last: a card that settles after they moved on leaves it marked
   var PHONE = window.matchMedia("(max-width: 640px)");
 
   function rows() { return Array.from(document.querySelectorAll('#queue li.qrow[data-pending="1"]')); }
@@ -23,6 +24,7 @@
     });
     row.classList.add("selected");
     row.setAttribute("aria-current", "true");
+    chosen = row.id;
   }
 
   function openRow(row) {
@@ -120,8 +122,9 @@
   document.addEventListener("htmx:load", function (event) {
     var el = event.detail.elt, active = document.activeElement;
     var card = document.querySelector("#detail article.call"), row = card && document.getElementById("row-" + card.dataset.callId);
-    // The list re-read from the database, or a card loaded in the pane: mark the row of the card in the pane.
-    if (row && (el.id === "queue-main" || el === card)) select(row);
+    // The list re-read from the database, or a card loaded in the pane: mark the row of the card in the pane,
+    // unless the reviewer has chosen another row since (its card is on its way).
+    if (row && (el.id === "queue-main" || el === card)) select(document.getElementById(chosen) || row);
     // New content (the edit form, a refused reason): the cursor goes where the reviewer will type, unless they are.
     if (!el.querySelector || (active && active.matches("input, textarea, select"))) return;
     var field = el.querySelector(".invalid [name^=arg_], [aria-invalid=true]") || el.querySelector("form.edit [name^=arg_]");
