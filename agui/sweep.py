@@ -25,7 +25,9 @@ def resumable(*, now=None):
     later = Exchange.objects.filter(run=OuterRef("run"), seq__gt=OuterRef("seq"))
     busy = ToolCall.objects.filter(run=OuterRef("run"), status__in=BUSY)
     recent = Decision.objects.filter(tool_call__run=OuterRef("run"), created_at__gte=cutoff)
-    resumed = AuditEvent.objects.filter(run=OuterRef("run"), kind=AuditEvent.Kind.RESUMED, created_at__gte=cutoff)
+    resumed = AuditEvent.objects.filter(
+        audit.of_run(OuterRef("run")), kind=AuditEvent.Kind.RESUMED, created_at__gte=cutoff
+    )
     paused = Exchange.objects.filter(
         status=Exchange.Status.INTERRUPTED,
         created_at__lt=cutoff,

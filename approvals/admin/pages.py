@@ -272,7 +272,7 @@ class AuditEventAdmin(RecordAdmin):
     )
 
     def get_search_results(self, request, queryset, search_term):
-        return queryset.filter(search.by_call(search_term)), False
+        return queryset.filter(search.events(search_term)), False
 
     def get_urls(self):
         export_view = self.admin_site.admin_view(self.export_view)

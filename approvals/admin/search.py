@@ -12,9 +12,10 @@ import re
 import uuid
 
 from django.db import connection
-from django.db.models import Q
+from django.db.models import Q, Subquery
 
-from approvals.models import ToolCall
+from approvals import audit
+from approvals.models import Run, ToolCall
 from approvals.tools import registry
 
 ID = re.compile(r"^[0-9]{1,18}$")  # ASCII digits only, and few enough for a bigint
@@ -77,6 +78,21 @@ def runs(term: str) -> Q:
     except ValueError:
         pass
     return Q(pk__in=ToolCall.objects.filter(calls(term)).values("run_id"))
+
+
+def events(term: str) -> Q:
+    """For audit events: a call's id, a run's id or UUID (the run's events found as audit.of_run finds them), or a
+    term the calls' search recognises."""
+    term = term.strip()
+    if not term:
+        return Q()
+    if (pk := number(term)) is not None:
+        return Q(tool_call_id=pk) | audit.of_run(pk)
+    try:
+        public_id = uuid.UUID(term)
+    except ValueError:
+        return Q(tool_call__in=ToolCall.objects.filter(calls(term)).values("pk"))
+    return audit.of_run(Subquery(Run.objects.filter(public_id=public_id).values("pk")[:1]))
 
 
 def by_call(term: str, *, call_field: str = "tool_call", run_field: str = "run") -> Q:

@@ -6,7 +6,7 @@ approvals/ calls a model.
 """
 
 from ..tiers import Tier
-from .audit import GENESIS_HASH, GLOBAL_CHAIN, HASHED_FIELDS, AuditEvent, AuditHead
+from .audit import GENESIS_HASH, GLOBAL_CHAIN, HASHED_FIELDS, ROUTINE_KINDS, AuditEvent, AuditHead
 from .calls import Decision, ToolCall
 from .policy import PolicyRule, PolicyStamp, ShadowResult, ToolSetting
 from .runs import Message, Run
@@ -15,6 +15,7 @@ from .turns import TurnRule, TurnShadow
 __all__ = [
     "GENESIS_HASH",
     "GLOBAL_CHAIN",
+    "ROUTINE_KINDS",
     "HASHED_FIELDS",
     "AuditEvent",
     "AuditHead",

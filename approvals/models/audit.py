@@ -13,6 +13,19 @@ from .runs import Run
 HASHED_FIELDS = ("run_id", "tool_call_id", "kind", "actor_id", "actor_label", "payload", "created_at", "prev_hash")
 GENESIS_HASH = "0" * 64
 GLOBAL_CHAIN = 0  # events without a run, anchors, and every event recorded before chains were per run
+# The kinds nearly every event has (a run's and a call's ordinary steps): not in the rare kinds' index.
+ROUTINE_KINDS = (
+    "run_started",
+    "proposed",
+    "auto_run",
+    "decided",
+    "review_claimed",
+    "review_released",
+    "executing",
+    "executed",
+    "resumed",
+    "completed",
+)
 
 
 class AuditEvent(models.Model):
@@ -60,8 +73,15 @@ class AuditEvent(models.Model):
     # that this transaction created or read (approvals/audit); PROTECT still refuses deleting them through the
     # ORM, the admin deletes no run or call, no code deletes either (no retention or purge), and on PostgreSQL a
     # trigger refuses deleting a run or a call that an event names (migration 0019), as the constraint did.
+    # The run has no index of its own (db_index=False): its events are its chain, below.
     run = models.ForeignKey(
-        Run, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events", db_constraint=False
+        Run,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="audit_events",
+        db_constraint=False,
+        db_index=False,
     )
     tool_call = models.ForeignKey(
         ToolCall, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events", db_constraint=False
@@ -81,12 +101,27 @@ class AuditEvent(models.Model):
 
     class Meta:
         ordering = ["id"]
+        # Every index is written by every event it covers: PostgreSQL CPU and WAL on the trail's hot path
+        # (bench/README.md, "Audit events: index entries per event"; bench/audit_plans.py shows which query uses
+        # which). An event writes four: its primary key, (chain, id), created_at and tool_call_id (the foreign
+        # key's default index; NULL for the run's own events, appended at the index's end like created_at), and
+        # the partial indexes below only for the few events they cover; run_id and kind have none of their own.
         indexes = [
-            # The event before another in its chain (audit.before_in_chain): appends write the end of each run's range.
+            # The event before another in its chain (audit.before_in_chain), and a run's events: a run's chain is
+            # its id (audit.of_run), so (chain, id) is the run's index too and run_id needs none of its own.
             models.Index(fields=["chain", "id"], name="auditevent_chain_order"),
+            # A run's events recorded before chains were per run, which stayed in the global chain (audit.of_run).
+            models.Index(
+                fields=["run"], condition=Q(chain=GLOBAL_CHAIN, run__isnull=False), name="auditevent_global_run"
+            ),
             # Events a person caused: most are the system's, which leave actor empty.
             models.Index(fields=["actor"], condition=Q(actor__isnull=False), name="auditevent_actor"),
-            models.Index(fields=["kind"], name="auditevent_kind"),  # plain: no LIKE-prefix twin (calls.py)
+            # The admin's filter on a rare kind, newest first (an anchor, a flag), and the flags' lookups: the
+            # routine kinds, nearly all events, write no entry; a filter on one of them walks created_at's index
+            # newest first and meets one soon.
+            models.Index(
+                fields=["kind", "created_at"], condition=~Q(kind__in=ROUTINE_KINDS), name="auditevent_rare_kind"
+            ),
             # When each reviewer opened each call: the insight page's time to approve reads only this.
             models.Index(
                 fields=["tool_call", "actor", "created_at"],

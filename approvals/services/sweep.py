@@ -80,10 +80,11 @@ def stuck_runs(*, now: datetime | None = None) -> dict[int, str]:
 
 def last_progress(run: Run) -> datetime:
     """When the run last moved: a transcript row, a decision, or a failure (a Retry starts afresh)."""
+    failures = AuditEvent.objects.filter(audit.of_run(run.pk), kind=AuditEvent.Kind.RUN_FAILED)
     times = [
         run.messages.aggregate(t=Max("created_at"))["t"],
         Decision.objects.filter(tool_call__run=run).aggregate(t=Max("created_at"))["t"],
-        run.audit_events.filter(kind=AuditEvent.Kind.RUN_FAILED).aggregate(t=Max("created_at"))["t"],
+        failures.aggregate(t=Max("created_at"))["t"],
         run.created_at,
     ]
     return max(t for t in times if t is not None)
@@ -91,7 +92,9 @@ def last_progress(run: Run) -> datetime:
 
 def _attempts(run: Run, since: datetime) -> list[datetime]:
     """When the sweep resumed this run since it last moved."""
-    events = run.audit_events.filter(kind=AuditEvent.Kind.RESUMED, payload__has_key="sweep", created_at__gt=since)
+    events = AuditEvent.objects.filter(
+        audit.of_run(run.pk), kind=AuditEvent.Kind.RESUMED, payload__has_key="sweep", created_at__gt=since
+    )
     return list(events.order_by("created_at").values_list("created_at", flat=True))
 
 
