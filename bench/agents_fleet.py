@@ -60,6 +60,7 @@ class Fleet(Round):
         self.proposed = 0
         self.left: dict[int, float] = {}  # call id → its agent stopped waiting on it (its next proposal was due)
         self.polled: dict[int, float] = {}  # call id → its agent's first long-poll on it sent
+        self.gets = 0  # long-poll GETs sent
 
 
 async def prepare(http, tokens: list[str], hook_url: str, hooked: int) -> None:
@@ -126,6 +127,7 @@ async def poll(http, headers, call_id: int, until: float, fleet: Fleet) -> None:
         try:
             wait = {"wait": max(1, min(60, int(left)))}
             fleet.polled.setdefault(call_id, time.perf_counter())
+            fleet.gets += 1
             answer = await http.get(f"/api/v1/calls/{call_id}", params=wait, headers=headers)
         except Exception as exc:
             fleet.statuses[f"poll {type(exc).__name__}"] += 1
@@ -320,6 +322,7 @@ def report(args, fleet: Fleet, receiver, lines: list[str], machine: Machine, ela
     print(f"{duplicates} duplicate deliveries", end=" ")
     print(f"({len(decided)} decided, {len(waited)} of them while their agent still waited)")
     print(machine.per(len(calls), "proposal"))
+    print(f"long-poll GETs sent: {fleet.gets}, {fleet.gets / max(len(calls), 1):.2f} per proposal")
     print("\n".join(lines))
     fleet.hooked = hooked
     webhook_path(fleet, receiver)
