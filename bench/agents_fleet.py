@@ -63,6 +63,7 @@ class Fleet(Round):
         self.polled: dict[int, float] = {}  # call id → its agent's first long-poll on it sent
         self.let_in: dict[int, float] = {}  # call id → the send of its proposal that was not turned away
         self.lags: list[float] = []  # ms this process's event loop was late waking a sleep of LAG_EVERY
+        self.gets = 0  # long-poll GETs sent
 
 
 async def prepare(http, tokens: list[str], hook_url: str, hooked: int) -> None:
@@ -138,6 +139,7 @@ async def poll(http, headers, call_id: int, until: float, fleet: Fleet) -> None:
         try:
             wait = {"wait": max(1, min(60, int(left)))}
             fleet.polled.setdefault(call_id, time.perf_counter())
+            fleet.gets += 1
             answer = await http.get(f"/api/v1/calls/{call_id}", params=wait, headers=headers)
         except Exception as exc:
             fleet.statuses[f"poll {type(exc).__name__}"] += 1
@@ -349,6 +351,7 @@ def report(args, fleet: Fleet, receiver, lines: list[str], machine: Machine, ela
     print(f"{duplicates} duplicate deliveries", end=" ")
     print(f"({len(decided)} decided, {len(waited)} of them while their agent still waited)")
     print(machine.per(len(calls), "proposal"))
+    print(f"long-poll GETs sent: {fleet.gets}, {fleet.gets / max(len(calls), 1):.2f} per proposal")
     print(summary("this bench's event loop, late by (ms)", fleet.lags, len(fleet.lags)))
     print("\n".join(lines))
     fleet.hooked = hooked

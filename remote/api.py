@@ -4,7 +4,6 @@ Who may see what is approvals.access's (agent_calls, agent_tools); the services 
 """
 
 import asyncio
-import contextlib
 import time
 
 from asgiref.sync import sync_to_async
@@ -117,9 +116,11 @@ async def call_get(request, call_id: int = CALL_ID, wait: float = Query(0, ge=0,
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
-                with contextlib.suppress(TimeoutError):  # woken by a decision, or by the process's re-check
+                try:  # woken by a decision, or by the process's re-check: read it again
                     async with slots.released():  # others' requests go on meanwhile (runtime/slots.py)
                         await _wait_for(event, left)
+                except TimeoutError:
+                    break  # the answer below reads it once more, decided or not
     return await sync_to_async(_call_out)(request, call_id)
 
 

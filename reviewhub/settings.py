@@ -139,6 +139,14 @@ MIDDLEWARE = [
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
+# The agent API's requests (under /api/, bearer tokens, JSON) take this chain instead (runtime/handler.py says
+# what is left out and why): no sessions, CSRF, user, messages or htmx; the same headers and Host check.
+API_MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+]
 
 from django.utils.csp import CSP  # noqa: E402
 

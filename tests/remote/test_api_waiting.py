@@ -10,7 +10,7 @@ from django.test import Client
 
 from approvals import services
 from approvals.models import ToolCall
-from remote import waiting
+from remote import api, waiting
 from tests.agentapi import PROPOSAL, AgentClient
 from tests.settings import reachable
 from tests.waiting import wait_for
@@ -102,6 +102,18 @@ def test_a_long_poll_that_times_out_returns_the_pending_call(poller):
     answer = poller.get(f"/calls/{call['id']}?wait=0.2").json()
 
     assert answer["status"] == "pending" and answer["decision"] is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_poll_that_times_out_reads_its_call_when_it_starts_and_once_more_to_answer(poller, monkeypatch):
+    call = poller.propose()
+    reads: list[int] = []
+    reread = api._reread
+    monkeypatch.setattr(api, "_reread", lambda request, call_id: reads.append(call_id) or reread(request, call_id))
+
+    answer = poller.get(f"/calls/{call['id']}?wait=0.2").json()
+
+    assert answer["status"] == "pending" and reads == [call["id"], call["id"]]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -16,10 +16,11 @@ async def test_a_static_file_is_served():
 
 
 def test_every_middleware_can_run_async():
-    """The async chain still serves every async view (runtime/handler.py: a long-poll; a sync view's request
-    takes the sync chain in one hop). One sync-only middleware would make Django run the rest of it from a thread
-    the request holds to its end (runtime/slots.py: a long-poll could not give its slot back)."""
+    """The async chains still serve every async view (runtime/handler.py: the API's, a long-poll; a sync view's
+    request takes a sync chain in one hop). One sync-only middleware would make Django run the rest of its chain
+    from a thread the request holds to its end (runtime/slots.py: a long-poll could not give its slot back)."""
     from django.conf import settings
     from django.utils.module_loading import import_string
 
-    assert [path for path in settings.MIDDLEWARE if not getattr(import_string(path), "async_capable", False)] == []
+    every = settings.MIDDLEWARE + settings.API_MIDDLEWARE  # the API's: its long-poll is an async view
+    assert [path for path in every if not getattr(import_string(path), "async_capable", False)] == []
