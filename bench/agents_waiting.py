@@ -13,7 +13,7 @@ each commit. Printed (ms, p50/p95/p99/max, count/expected):
   decision commit → the long-poll returns
   decision commit → the webhook is delivered (received by the agent's endpoint)
 
-A proposal turned away while the server is busy (503 and Retry-After: runtime/admission.py) is sent again as
+A proposal answered 503 with Retry-After (the API's answer when PostgreSQL refuses a connection) is sent again as
 reviewhub_client does (after Retry-After and up to half as long again); its "request sent" is the first send's.
 How often, and the waits asked, are printed.
 
@@ -155,7 +155,7 @@ class Round:
         self.returned: dict[int, float] = {}  # call id → long-poll returned with a decision
         self.hooked: set[int] = set()  # calls of agents with a webhook
         self.polls_lost: list[str] = []
-        self.turned_away: list[float] = []  # Retry-After of each proposal turned away while the server was busy
+        self.turned_away: list[float] = []  # Retry-After of each proposal answered 503 with one
 
 
 async def agent(http, token: str, tag: str, rnd: Round, hooked: bool, delay: float) -> None:
@@ -187,9 +187,8 @@ async def agent(http, token: str, tag: str, rnd: Round, hooked: bool, delay: flo
 
 
 async def propose_until_let_in(http, body: dict, headers: dict, turned_away: list) -> tuple[object, float]:
-    """POST the proposal; turned away while the server is busy (503, Retry-After), wait as reviewhub_client
-    does and send it again. Each time turned away is appended to `turned_away`. The answer, and when the
-    send it answers was sent."""
+    """POST the proposal; turned away (503 with Retry-After), wait as reviewhub_client does and send it again.
+    Each time turned away is appended to `turned_away`. The answer, and when the send it answers was sent."""
     while True:
         sent = time.perf_counter()
         answer = await http.post("/api/v1/calls", json=body, headers=headers)
@@ -269,11 +268,11 @@ def summary(name: str, values: list[float], expected: int) -> str:
 
 
 def turned_away_line(turned_away: list[float]) -> str:
-    """How often a proposal was turned away while the server was busy (and sent again), and the waits asked."""
+    """How often a proposal was turned away (503 with Retry-After) and sent again, and the waits asked."""
     if not turned_away:
-        return "turned away while busy: none"
+        return "turned away (503, Retry-After): none"
     asked = f"Retry-After p50 {percentile(turned_away, 50):.0f} s, max {max(turned_away):.0f} s"
-    return f"turned away while busy and sent again: {len(turned_away)} times ({asked})"
+    return f"turned away (503, Retry-After) and sent again: {len(turned_away)} times ({asked})"
 
 
 def report(rnd: Round, receiver) -> None:

@@ -37,10 +37,6 @@ def env_int(name: str, default: int) -> int:
     return int(os.environ.get(name, default))
 
 
-def env_float(name: str, default: float) -> float:
-    return float(os.environ.get(name, default))
-
-
 def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
 
@@ -195,9 +191,6 @@ PUSH_CONN_MAX_AGE = env_int("PUSH_CONN_MAX_AGE", 300)
 # while the other waits for PostgreSQL; more only take turns at the GIL and starve the event loop (the live
 # pushes, the responses). A streamed admin export holds its slot until it is sent.
 WEB_REQUEST_SLOTS = env_int("WEB_REQUEST_SLOTS", 2)
-# A new proposal (or turn to review) that would wait longer than this for a slot is answered 503 with
-# Retry-After at once, and the client sends it again then (runtime/admission.py). 0: never turned away.
-WEB_QUEUE_LIMIT_SECONDS = env_float("WEB_QUEUE_LIMIT_SECONDS", 2.0)
 WEB_CONN_MAX_AGE = env_int("WEB_CONN_MAX_AGE", 300)
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:

@@ -27,10 +27,6 @@ reads came: a long-poll's first read, an agent's look at its call's decision, a 
 proposes, proposals queue by the hundred, each ~15 ms of work; a read behind them waited seconds for its few
 milliseconds (decision → long-poll p50 3.2-33 s, bench/README.md, issue 26). Writes still get every slot no
 read waits for, and reads are short and bounded by their clients (an agent long-polls one call at a time).
-
-The pool keeps a running mean of how long a write holds its slot, so the line's length is also a time: a new
-proposal that would wait longer than WEB_QUEUE_LIMIT_SECONDS is turned away with Retry-After
-(runtime/admission.py) instead of joining it.
 """
 
 import asyncio
@@ -39,15 +35,12 @@ import contextlib
 import contextvars
 import enum
 import threading
-import time
 import weakref
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 
 from asgiref.sync import ThreadSensitiveContext
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
-
-from runtime import admission
 
 _pools: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pool]" = weakref.WeakKeyDictionary()
 _thread = threading.local()
@@ -87,15 +80,6 @@ class _Pool:
         ]
         self.reads: collections.deque[asyncio.Future[ThreadPoolExecutor]] = collections.deque()
         self.writes: collections.deque[asyncio.Future[ThreadPoolExecutor]] = collections.deque()
-        self.write_seconds = 0.0  # how long a write holds its slot: a running mean
-
-    def held(self, seconds: float) -> None:
-        """A write held its slot this long (the first sets the mean; then each moves it an eighth of the way)."""
-        self.write_seconds += (seconds - self.write_seconds) / (8 if self.write_seconds else 1)
-
-    def expected_wait(self) -> float:
-        """Seconds a write arriving now would wait for a slot, were the writes ahead of it like the last ones."""
-        return 0.0 if self.idle else (len(self.writes) + 1) * self.write_seconds / self.size
 
     async def take(self, turn: Turn) -> ThreadPoolExecutor:
         """A thread, after the requests waiting ahead of this turn."""
@@ -161,20 +145,15 @@ def limited(app):
         size = settings.WEB_REQUEST_SLOTS
         if scope["type"] != "http" or size <= 0:
             return await app(scope, receive, send)
-        pool = _pool(size)
-        if admission.is_new_work(scope) and (seconds := admission.retry_after(pool.expected_wait())):
-            return await admission.turn_away(send, seconds)
-        slot, write = _Slot(pool), scope.get("method") not in READS
-        await slot.take(Turn.WRITE if write else Turn.READ)
-        token, started = _slot.set(slot), time.monotonic()
+        slot = _Slot(_pool(size))
+        await slot.take(Turn.READ if scope.get("method") in READS else Turn.WRITE)
+        token = _slot.set(slot)
         try:
             async with ThreadSensitiveContext(executor=slot):  # Django's own, inside, then changes nothing
                 return await app(scope, receive, send)
         finally:
             _slot.reset(token)
             slot.give_back()
-            if write:
-                pool.held(time.monotonic() - started)
 
     return limited_app
 

@@ -1,6 +1,6 @@
-"""The client sends again a request the server turned away while busy (503 or 429 with Retry-After in
-seconds: runtime/admission.py), after that wait and up to half as long again, for up to busy_timeout seconds;
-any other error it raises at once."""
+"""The client sends again a request the server could not take now (503 or 429 with Retry-After in seconds: the
+API's answer when its database refuses a connection), after that wait and up to half as long again, for up to
+busy_timeout seconds; any other error it raises at once."""
 
 import asyncio
 

@@ -13,7 +13,7 @@ from .errors import ApiError
 
 PREFIX = "/api/v1"
 MAX_WAIT = 60  # seconds: the longest long-poll the server holds
-BUSY_TIMEOUT = 120.0  # seconds a client keeps sending again a request the server turned away while busy
+BUSY_TIMEOUT = 120.0  # seconds a client keeps sending again a request answered 503/429 with Retry-After
 
 M = TypeVar("M")
 
@@ -106,9 +106,9 @@ def retry_after(response: httpx.Response) -> float | None:
 
 
 def busy_backoff(exc: Exception) -> bool | float:
-    """stamina's backoff hook: a request the server turned away while busy (runtime/admission.py: it did nothing
-    with it) is sent again after its Retry-After and up to half as long again, so that the agents it turned
-    away together do not all come back in the same instant. Nothing else is sent again."""
+    """stamina's backoff hook: a request answered 429 or 503 with Retry-After (the server could not take it now:
+    its database refused a connection, say) is sent again after that wait and up to half as long again, so that
+    the agents turned away together do not all come back in the same instant. Nothing else is sent again."""
     if isinstance(exc, ApiError) and exc.retry_after is not None:
         return busy_wait(exc.retry_after)
     return False

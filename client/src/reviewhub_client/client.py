@@ -62,7 +62,7 @@ class ReviewHub:
         self.http = httpx.Client(
             base_url=base_url.rstrip("/"), headers=_api.headers(token), timeout=timeout, transport=transport
         )
-        # A request turned away while the server is busy (503 and Retry-After) is sent again after the wait it
+        # A request answered 503 or 429 with Retry-After is sent again after the wait it
         # asks, for up to busy_timeout seconds (_api.busy_backoff).
         self._until_let_in = stamina.RetryingCaller(attempts=None, timeout=busy_timeout).on(_api.busy_backoff)
 
