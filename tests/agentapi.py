@@ -89,6 +89,15 @@ def refund_agent(agent):
     return agent
 
 
+@pytest.fixture
+def caller(db) -> AgentClient:
+    """An agent with its refund tool declared and one call proposed (through the test client)."""
+    agent = AgentClient("caller")
+    agent.declare()
+    agent.call_id = agent.propose()["id"]  # type: ignore[attr-defined]
+    return agent
+
+
 # The agent API's webhooks: a receiver on 127.0.0.1 and an agent whose webhook points at it.
 
 

@@ -10,7 +10,7 @@ from approvals.models import Message, Run
 from runtime import background
 from shop import demo_data
 from tests import stack, support
-from tests.agentapi import agent, hooked, other_agent, receiver, refund_agent  # noqa: F401 (the agent API's fixtures)
+from tests.agentapi import agent, caller, hooked, other_agent, receiver, refund_agent  # noqa: F401 (the agent API's fixtures)
 from tests.ops.slack_standin import alice_in_slack, chat_refunds, slack  # noqa: F401 (the Slack tests' fixtures)
 
 

@@ -12,18 +12,9 @@ from django.test import Client
 from remote import api, http
 from reviewhub.asgi import application
 from runtime.handler import Handler
-from tests.agentapi import PROPOSAL, AgentClient
+from tests.agentapi import PROPOSAL
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def caller(db) -> AgentClient:
-    """An agent with its refund tool declared and one call proposed (through the test client)."""
-    agent = AgentClient("caller")
-    agent.declare()
-    agent.call_id = agent.propose()["id"]  # type: ignore[attr-defined]
-    return agent
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from django.utils.module_loading import import_string
 
 from reviewhub.asgi import application
 from runtime.handler import view_is_async
-from tests.agentapi import AgentClient
 
 
 @pytest.fixture
@@ -43,15 +42,6 @@ def middleware_run(monkeypatch) -> list:
 
     monkeypatch.setattr(MiddlewareMixin, "__call__", recorded)
     return ran
-
-
-@pytest.fixture
-def caller(db) -> AgentClient:
-    """An agent with its refund tool declared and one call proposed (through the test client)."""
-    agent = AgentClient("caller")
-    agent.declare()
-    agent.call_id = agent.propose()["id"]  # type: ignore[attr-defined]
-    return agent
 
 
 async def _get(path: str, **headers: str) -> httpx.Response:
