@@ -82,3 +82,48 @@ def test_the_async_client_sends_it_again_too(waits):
             return await client.propose(thread_id="t", tool="issue_refund", arguments={}, idempotency_key="k-1")
 
     assert asyncio.run(main()).id == 7 and waits == [2.0] and len(sent) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_proposal_the_database_refused_once_is_sent_again_and_is_one_call(monkeypatch):
+    """End to end: the API answers a refused connection 503 with Retry-After (remote/http.py) and the client's
+    second send, after the wait, is the proposal."""
+    from asgiref.sync import sync_to_async
+    from django.db import OperationalError, connections
+
+    from approvals.models import ToolCall
+    from remote import services
+    from remote.services import agent_get_or_create
+    from remote.tokens import token_create
+    from reviewhub.asgi import application
+    from runtime import slots
+
+    propose, refused = services.call_propose, []
+
+    def refused_once(**kwargs):
+        if not refused:
+            refused.append(True)
+            raise OperationalError("connection failed: FATAL:  sorry, too many clients already")
+        return propose(**kwargs)
+
+    monkeypatch.setattr(services, "call_propose", refused_once)
+    waits: list[float] = []
+    monkeypatch.setattr(_api, "busy_wait", lambda seconds: waits.append(seconds) or 0.01)
+    token = token_create(agent=agent_get_or_create(name="refused-once")[0])[1]
+    schema = {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}
+
+    async def main():
+        transport = httpx.ASGITransport(app=application)
+        try:
+            async with AsyncReviewHub("http://testserver", token, transport=transport) as hub:
+                await hub.declare_tool("issue_refund", input_schema=schema)
+                return await hub.propose(
+                    thread_id="t-1", tool="issue_refund", arguments={"order_id": "A-1"}, idempotency_key="k-1"
+                )
+        finally:
+            await slots.close_connections()
+            await sync_to_async(connections.close_all)()
+
+    call = asyncio.run(main())
+    assert refused and waits == [1.0] and call.status == "pending"
+    assert ToolCall.objects.filter(pk=call.id).count() == 1
