@@ -61,7 +61,6 @@ class Fleet(Round):
         self.proposed = 0
         self.left: dict[int, float] = {}  # call id → its agent stopped waiting on it (its next proposal was due)
         self.polled: dict[int, float] = {}  # call id → its agent's first long-poll on it sent
-        self.let_in: dict[int, float] = {}  # call id → the send of its proposal that was not turned away
         self.lags: list[float] = []  # ms this process's event loop was late waking a sleep of LAG_EVERY
         self.gets = 0  # long-poll GETs sent
 
@@ -117,7 +116,7 @@ async def agent(http, i: int, token: str, fleet: Fleet, args, start: float, stam
 async def propose(http, headers, body, fleet: Fleet, hooked: bool) -> int | None:
     sent = time.perf_counter()
     try:
-        answer, let_in = await waiting.propose_until_let_in(http, body, headers, fleet.turned_away)
+        answer = await waiting.propose_until_let_in(http, body, headers, fleet.turned_away)
     except Exception as exc:  # counted, as an agent would retry it
         fleet.statuses[f"proposal {type(exc).__name__}"] += 1
         return None
@@ -125,7 +124,7 @@ async def propose(http, headers, body, fleet: Fleet, hooked: bool) -> int | None
         fleet.statuses[f"proposal {answer.status_code}"] += 1
         return None
     call_id = answer.json()["id"]
-    fleet.sent[call_id], fleet.answered[call_id], fleet.let_in[call_id] = sent, time.perf_counter(), let_in
+    fleet.sent[call_id], fleet.answered[call_id] = sent, time.perf_counter()
     fleet.proposed += 1
     if call_id % fleet.decide_every == 0:
         fleet.to_decide.add(call_id)
@@ -313,6 +312,21 @@ async def run(args, port: int, people, receiver, server_pid: int) -> tuple[Fleet
         return fleet, lines, machine, elapsed
 
 
+def report_asked_and_answered(args, fleet: Fleet, answered: int, elapsed: float) -> int:
+    """The run's first lines: what was asked, on what machine, and how much was answered; the proposals asked."""
+    wanted = args.agents * args.proposals
+    load = os.getloadavg()
+    print(
+        f"{args.agents} agents × {args.proposals} proposals over {args.over:.0f} s ({wanted / args.over:.1f}/s asked);",
+        end=" ",
+    )
+    print(f"{os.cpu_count()} CPUs; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"proposals answered 201: {answered} of {wanted}, {answered / elapsed:.1f}/s over {elapsed:.1f} s")
+    print(f"not 2xx or no answer: {dict(fleet.statuses) or 'none'}")
+    print(waiting.turned_away_line(fleet.turned_away))
+    return wanted
+
+
 def report(args, fleet: Fleet, receiver, lines: list[str], machine: Machine, elapsed: float) -> None:
     calls = sorted(fleet.sent)
     decided = [c for c in calls if c in fleet.committed]
@@ -326,20 +340,9 @@ def report(args, fleet: Fleet, receiver, lines: list[str], machine: Machine, ela
     polls_sent_before = [(fleet.returned[c] - fleet.committed[c]) * 1000 for c in sent_before if c in fleet.returned]
     hooked = fleet.hooked & set(decided)
     hooks = [(receiver.arrivals[c][0] - fleet.committed[c]) * 1000 for c in hooked if c in receiver.arrivals]
-    wanted = args.agents * args.proposals
-    load = os.getloadavg()
-    print(
-        f"{args.agents} agents × {args.proposals} proposals over {args.over:.0f} s ({wanted / args.over:.1f}/s asked);",
-        end=" ",
-    )
-    print(f"{os.cpu_count()} CPUs; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"proposals answered 201: {len(calls)} of {wanted}, {len(calls) / elapsed:.1f}/s over {elapsed:.1f} s")
-    print(f"not 2xx or no answer: {dict(fleet.statuses) or 'none'}")
-    print(waiting.turned_away_line(fleet.turned_away))
+    wanted = report_asked_and_answered(args, fleet, len(calls), elapsed)
     print(f"{'':<44} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'max ms':>8}   count")
     print(summary("proposal request sent → response", answers, wanted))
-    let_in = [(fleet.answered[c] - fleet.let_in[c]) * 1000 for c in calls]
-    print(summary("  the send not turned away → response", let_in, len(calls)))
     print(summary("proposal response → queue push", pushes, len(calls)))
     print(summary("proposal request sent → queue push", since_sent, len(calls)))
     print(summary("decision commit → long-poll returns", polls, len(waited)))

@@ -169,7 +169,7 @@ async def agent(http, token: str, tag: str, rnd: Round, hooked: bool, delay: flo
         "idempotency_key": f"bench-{tag}",
     }
     sent = time.perf_counter()
-    answer, _ = await propose_until_let_in(http, body, headers, rnd.turned_away)
+    answer = await propose_until_let_in(http, body, headers, rnd.turned_away)
     answered = time.perf_counter()
     if answer.status_code != 201:
         rnd.polls_lost.append(f"{tag}: proposal {answer.status_code} {answer.text[:200]}")
@@ -186,14 +186,13 @@ async def agent(http, token: str, tag: str, rnd: Round, hooked: bool, delay: flo
     rnd.polls_lost.append(f"{tag}: call {call_id} still pending after three waits")
 
 
-async def propose_until_let_in(http, body: dict, headers: dict, turned_away: list) -> tuple[object, float]:
+async def propose_until_let_in(http, body: dict, headers: dict, turned_away: list):
     """POST the proposal; turned away (503 with Retry-After), wait as reviewhub_client does and send it again.
-    Each time turned away is appended to `turned_away`. The answer, and when the send it answers was sent."""
+    Each time turned away is appended to `turned_away`. The answer."""
     while True:
-        sent = time.perf_counter()
         answer = await http.post("/api/v1/calls", json=body, headers=headers)
         if (seconds := client_api.retry_after(answer)) is None:
-            return answer, sent
+            return answer
         turned_away.append(seconds)
         await asyncio.sleep(client_api.busy_wait(seconds))
 
