@@ -92,8 +92,7 @@ def _decided_json(request, call_id: int) -> dict | None:
     (runtime/slots.py); outside a slot's thread the connection is closed."""
     call = _reread(request, call_id)
     if not call.is_pending:
-        approval_read(call)
-        return call_json(call, request)
+        return _answer(request, call)
     if not connection.in_atomic_block and not slots.in_slot_thread():
         connection.close()
     return None
@@ -129,7 +128,11 @@ async def _wait_for(event, timeout: float) -> None:
 
 
 def _call_out(request, call_id: int) -> dict:
-    call = _reread(request, call_id)
+    return _answer(request, _reread(request, call_id))
+
+
+def _answer(request, call: ToolCall) -> dict:
+    """The call as its agent reads it, the read noted when it is an approval (remote/unclaimed.py)."""
     approval_read(call)
     return call_json(call, request)
 
