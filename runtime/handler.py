@@ -67,11 +67,10 @@ class Handler(ASGIHandler):
 
     async def get_response_async(self, request):
         path = request.path_info
-        is_async = view_is_async(path)
-        if path.startswith(API_PREFIX):
-            if is_async:
+        api = path.startswith(API_PREFIX)
+        if view_is_async(path):
+            if api:
                 return await self.api_async_handler.get_response_async(request)
-            return await sync_to_async(self.api_sync_handler.get_response)(request)
-        if is_async:
             return await super().get_response_async(request)
-        return await sync_to_async(self.sync_handler.get_response)(request)
+        handler = self.api_sync_handler if api else self.sync_handler
+        return await sync_to_async(handler.get_response)(request)
