@@ -29,25 +29,16 @@ def parse_args():
     return parser.parse_args()
 
 
-def scenarios():
-    """(name, callable) pairs: each runs one read path of the code as it stands."""
-    from datetime import timedelta
-
+def _auditor_pages():
+    """page(url): a callable that GETs the url as a logged-in superuser and checks it answered 200."""
     from django.contrib.auth import get_user_model
-    from django.db.models import Count
     from django.test import Client
-    from django.utils import timezone
-
-    from approvals import audit
-    from approvals.audit import export
-    from approvals.models import AuditEvent, Run, ToolCall
 
     user, _ = get_user_model().objects.get_or_create(username="plans-auditor", defaults={"is_staff": True})
     user.is_staff = user.is_superuser = True
     user.save()
     client = Client()
     client.force_login(user)
-    admin = "/admin/approvals/auditevent/"
 
     def page(url):
         def get():
@@ -56,6 +47,31 @@ def scenarios():
 
         return get
 
+    return page
+
+
+def _rare_kind() -> str:
+    """The rarest kind of event in the trail outside the routine ones (an anchor when there is none)."""
+    from django.db.models import Count
+
+    from approvals.models import AuditEvent
+
+    routine = ["resumed", "executed", "executing", "proposed", "decided", "auto_run"]
+    kinds = AuditEvent.objects.exclude(kind__in=routine).values("kind").annotate(n=Count("pk")).order_by("n")
+    return kinds.values_list("kind", flat=True).first() or "anchor"
+
+
+def scenarios():
+    """(name, callable) pairs: each runs one read path of the code as it stands."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from approvals import audit
+    from approvals.audit import export
+    from approvals.models import AuditEvent, Run, ToolCall
+
+    page, admin, rare = _auditor_pages(), "/admin/approvals/auditevent/", _rare_kind()
     newest = AuditEvent.objects.order_by("-pk").values_list("created_at", flat=True).first() or timezone.now()
     month_ago = (newest - timedelta(days=30)).date().isoformat()
     week_ago = (newest - timedelta(days=7)).date().isoformat()
@@ -64,14 +80,6 @@ def scenarios():
     run = Run.objects.order_by("-pk").first()
     actor_id = AuditEvent.objects.filter(actor__isnull=False).values_list("actor_id", flat=True).first()
     tool = call.tool_name if call else "refund"
-    rare = (
-        AuditEvent.objects.exclude(kind__in=["resumed", "executed", "executing", "proposed", "decided", "auto_run"])
-        .values("kind")
-        .annotate(n=Count("pk"))
-        .order_by("n")
-        .values_list("kind", flat=True)
-        .first()
-    ) or "anchor"
     middle = AuditEvent.objects.order_by("pk").values_list("pk", flat=True)[200_000:200_001].first() or 1
     return [
         ("admin list, newest first", page(admin)),
