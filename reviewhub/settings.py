@@ -17,6 +17,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.utils import get_random_secret_key
 
+from runtime.layers import redis_channel_layer
 from runtime.periodic import Periodic, beat_schedule
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -232,16 +233,7 @@ WHITENOISE_USE_FINDERS = True
 # Redis: Celery broker and Channels layer. Without it: in-process.
 REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            # redis-py 8's default socket timeout equals channels-redis's blocking
-            # read; a longer one keeps idle sockets open (channels_redis issue 422).
-            # redis-py's pool refuses a 101st connection ("Too many connections"): 100 proposals committing
-            # at once in one ASGI process each push through one, and the pushes were dropped (bench/agents_waiting.py).
-            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 15, "max_connections": 1000}]},
-        }
-    }
+    CHANNEL_LAYERS = {"default": redis_channel_layer(REDIS_URL)}  # pub/sub: runtime/layers.py says why
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 

@@ -67,7 +67,7 @@ _sockets: dict[int, set] = defaultdict(set)  # user id -> this process's open qu
 _users: dict[int, tuple[float, User, tuple]] = {}  # id -> (loaded at, user, permission group); database thread only
 _listener: dict = {}  # this process's member of the queue group: loop, channel, task
 BATCH = 20  # hints worked out in one job at most: the first of them waits for the job
-REJOIN_EVERY = 3600.0  # seconds; a channel layer forgets group members after a day (group_expiry)
+REJOIN_EVERY = 3600.0  # seconds; the in-memory layer forgets group members after a day (group_expiry)
 
 
 async def subscribe(consumer, user_id: int) -> None:

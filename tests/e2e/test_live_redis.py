@@ -9,6 +9,7 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from approvals import services
+from runtime.layers import redis_channel_layer
 from tests.livestack import queue_socket, receive_call, session_cookie
 from tests.reviewing import propose
 from tests.stack import Processes, free_port, production_env, redis_available, start_asgi
@@ -23,12 +24,7 @@ def redis_layer(settings):
     if not redis_available(django_settings.REDIS_TEST_URL):
         pytest.skip(f"Redis is not reachable at {django_settings.REDIS_TEST_URL}: this test needs it.")
     # This process sends its hints through Redis too, as a Celery worker does.
-    settings.CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [{"address": django_settings.REDIS_TEST_URL, "socket_timeout": 15}]},
-        }
-    }
+    settings.CHANNEL_LAYERS = {"default": redis_channel_layer(django_settings.REDIS_TEST_URL)}
 
 
 @pytest.fixture
