@@ -1,11 +1,13 @@
 """Database connections kept between tasks: dropping the ones the server has ended, without a round trip.
 
-A Celery worker keeps its connection between tasks (reviewhub/celery.py). Django's CONN_HEALTH_CHECKS would ask
-PostgreSQL `SELECT 1` before each task reuses it: a round trip (~0.2-0.3 ms) between a decision and its tool's
-body, for every task. A connection idle between tasks has nothing to read unless its server ended it (a
-restart, an idle timeout, pg_terminate_backend: PostgreSQL says why and hangs up), so a glance at its socket
-says the same without asking. A connection cut without a word (a host gone) is not seen this way; the task's
-first statement then fails, and agents/loop.py takes the run further once more on a new connection.
+A Celery worker keeps its connection between tasks (reviewhub/celery.py), a web process's request slots between
+requests (runtime/slots.py) and its push thread between pushes (approvals/live/fanout.py). Django's
+CONN_HEALTH_CHECKS would ask PostgreSQL `SELECT 1` before each task, request or push reuses it: a round trip
+(~0.2-0.3 ms) between a decision and its tool's body, and one more per agent API request. A connection idle
+between uses has nothing to read unless its server ended it (a restart, an idle timeout, pg_terminate_backend:
+PostgreSQL says why and hangs up), so a glance at its socket says the same without asking. A connection cut
+without a word (a host gone) is not seen this way; the first statement then fails (a task's run is taken further
+once more on a new connection by agents/loop.py; a request answers 500 and its connection is closed after it).
 """
 
 import select

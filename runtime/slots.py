@@ -1,6 +1,7 @@
 """How many HTTP requests an ASGI process works on at once (settings.WEB_REQUEST_SLOTS), each on one of the
 process's WEB_REQUEST_SLOTS threads, which keep their database connection between requests
-(WEB_CONN_MAX_AGE seconds, checked before reuse). The other requests wait their turn in the event loop,
+(WEB_CONN_MAX_AGE seconds; one its server ended while idle is dropped before reuse, by a look at its socket,
+not a `SELECT 1`: runtime/connections.py). The other requests wait their turn in the event loop,
 holding no thread and no connection.
 
 Django under ASGI gives each request's sync code a new thread (asgiref's ThreadSensitiveContext), and each
@@ -40,7 +41,10 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 
 from asgiref.sync import ThreadSensitiveContext
 from django.conf import settings
+from django.core.signals import request_started
 from django.db import DEFAULT_DB_ALIAS, connections
+
+from runtime.connections import close_ended_by_server
 
 _pools: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pool]" = weakref.WeakKeyDictionary()
 _thread = threading.local()
@@ -51,10 +55,17 @@ def _keep_connection() -> None:
     """A slot thread's start: its connection is kept between requests (this thread's copy of the settings)."""
     _thread.slot = True
     connection = connections[DEFAULT_DB_ALIAS]
-    connection.settings_dict = connection.settings_dict | {
-        "CONN_MAX_AGE": settings.WEB_CONN_MAX_AGE,
-        "CONN_HEALTH_CHECKS": True,
-    }
+    connection.settings_dict = connection.settings_dict | {"CONN_MAX_AGE": settings.WEB_CONN_MAX_AGE}
+
+
+def _drop_ended_connection(**kwargs) -> None:
+    """At a request's start, on its slot's thread (request_started's sync receivers run there, after Django's
+    close_old_connections): the kept connection is dropped if its server ended it while it was idle."""
+    if in_slot_thread():
+        close_ended_by_server()
+
+
+request_started.connect(_drop_ended_connection, dispatch_uid="runtime.slots.drop_ended_connection")
 
 
 def in_slot_thread() -> bool:

@@ -2,6 +2,7 @@
 on Redis and the test PostgreSQL database, or the embedded demo."""
 
 import os
+import select
 import shutil
 import signal
 import socket
@@ -29,6 +30,18 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def end_backend_of(conn) -> None:
+    """What a PostgreSQL restart or an idle timeout does to a Django connection: the server ends it, saying why
+    (returns once the goodbye is on the connection's socket)."""
+    import psycopg
+
+    db = conn.settings_dict
+    pid = conn.connection.info.backend_pid
+    with psycopg.connect(dbname=db["NAME"], user=db["USER"], host=db["HOST"], port=db["PORT"], autocommit=True) as o:
+        o.execute("SELECT pg_terminate_backend(%s)", [pid])
+    assert select.select([conn.connection.fileno()], [], [], 10)[0], "the server's goodbye never arrived"
 
 
 def redis_available(url: str) -> bool:

@@ -25,7 +25,8 @@ which works them out together (BATCH at most): the calls read in one query, who 
 permission group for all of them, each call still rendered once per distinct view.
 
 The jobs of a process run one after another in a thread of their own, which keeps its database
-connection between them (PUSH_CONN_MAX_AGE seconds, checked before reuse): a web process otherwise
+connection between them (PUSH_CONN_MAX_AGE seconds; dropped before reuse if its server ended it, seen on its socket
+without a round trip: runtime/connections.py): a web process otherwise
 opens and closes a connection for every piece of database work (CONN_MAX_AGE 0), a few milliseconds of
 every push.
 
@@ -53,6 +54,7 @@ from approvals.live import QUEUE_GROUP
 from approvals.models import ToolCall
 from approvals.selectors import sees_calls_and_pending_count, with_key_values
 from approvals.web.call_panel import panel_context, viewer_key
+from runtime.connections import close_ended_by_server
 
 log = logging.getLogger(__name__)
 
@@ -228,11 +230,9 @@ def _executor() -> ThreadPoolExecutor:
 def _in_push_thread(job, *args):
     """Run a job with the push thread's own connection, kept PUSH_CONN_MAX_AGE seconds, dropped when broken."""
     connection = connections[DEFAULT_DB_ALIAS]
-    connection.settings_dict = connection.settings_dict | {
-        "CONN_MAX_AGE": settings.PUSH_CONN_MAX_AGE,
-        "CONN_HEALTH_CHECKS": True,
-    }  # this thread's copy: the web's own connections keep CONN_MAX_AGE 0
+    connection.settings_dict = connection.settings_dict | {"CONN_MAX_AGE": settings.PUSH_CONN_MAX_AGE}  # its own copy
     close_old_connections()
+    close_ended_by_server()
     try:
         return job(*args)
     finally:

@@ -2,9 +2,6 @@
 round trip (runtime/connections.py); and a run whose connection is cut under it is taken further on a new one
 (agents/loop.py), not failed."""
 
-import select
-
-import psycopg
 import pytest
 from django.db import connection
 
@@ -12,17 +9,9 @@ from agents import loop
 from approvals import services
 from approvals.models import Run, ToolCall
 from runtime.connections import close_ended_by_server
+from tests.stack import end_backend_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def end_backend_of(conn) -> None:
-    """What a PostgreSQL restart or an idle timeout does to a connection: the server ends it, saying why."""
-    db = conn.settings_dict
-    pid = conn.connection.info.backend_pid
-    with psycopg.connect(dbname=db["NAME"], user=db["USER"], host=db["HOST"], port=db["PORT"], autocommit=True) as o:
-        o.execute("SELECT pg_terminate_backend(%s)", [pid])
-    assert select.select([conn.connection.fileno()], [], [], 10)[0], "the server's goodbye never arrived"
 
 
 def test_a_connection_ended_by_its_server_is_closed_before_reuse(require_postgres):
