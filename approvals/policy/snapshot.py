@@ -8,6 +8,9 @@ reused, so a snapshot read inside a transaction that was rolled back is never mi
 later change; a change committed between reading the stamp and the rules is read again next
 time, since the stamp then differs. A missing row (a database emptied by hand) is written anew.
 
+The stamp also changes with notification preferences (ops/apps.py): whether anyone asked for an email per
+call is read once per stamp too (ops/notify.py).
+
 What this does not see: changes made with queryset update(), bulk_create() or raw SQL, which
 send no signals. ReviewHub makes none; code that does must call changed().
 """

@@ -8,10 +8,10 @@ from django.core import mail
 from django.urls import reverse
 from django.utils import timezone
 
-from approvals.models import ToolSetting
-from ops import notify
+from approvals.models import ToolCall, ToolSetting
+from ops import notify, observers
 from ops.models import NotificationPreference, SlackChannel, SlackIdentity
-from tests.reviewing import NOTE_CALL, REFUND_CALL, propose
+from tests.reviewing import NOTE_CALL, REFUND_CALL, propose, run_with
 
 from .slack_standin import SlackStandIn
 
@@ -56,6 +56,28 @@ def test_with_nobody_to_email_per_call_and_no_slack_a_waiting_call_costs_one_que
     with django_assert_num_queries(1):  # not the call, its reviewers and their preferences: nobody could be told
         notify.call_waiting(call_id=call.pk)
     assert mail.outbox == []
+
+
+def test_a_waiting_call_is_handed_to_a_task_only_while_someone_asked_for_an_email_per_call(
+    shop, requester, with_email, django_capture_on_commit_callbacks, monkeypatch
+):
+    """Asked with no statement of its own while the policy stamp stays (tests/remote/test_api_statements.py);
+    a change of preferences, here as on any process's page, writes a new stamp."""
+    enqueued = []
+    monkeypatch.setattr(observers, "background", lambda task, call_id, pool: enqueued.append(call_id))
+
+    def waiting_call() -> int:
+        with django_capture_on_commit_callbacks(execute=True):
+            return run_with(requester, REFUND_CALL).tool_calls.get(status=ToolCall.Status.PENDING).pk
+
+    nobody = waiting_call()
+    preference = NotificationPreference.objects.create(user=with_email[0], email=Email.EACH)
+    alice_asked = waiting_call()
+    preference.email = Email.DIGEST
+    preference.save()
+    digest_only = waiting_call()
+
+    assert enqueued == [alice_asked] and nobody and digest_only
 
 
 def test_a_reviewer_who_asked_gets_one_email_per_call_with_a_link(run, with_email, django_capture_on_commit_callbacks):

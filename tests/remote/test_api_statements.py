@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from approvals import audit
 from approvals.models import PolicyRule, Run, ToolCall
 from approvals.policy import snapshot as policy_snapshot
+from ops import notify
 from shop import demo_data
 from tests.agentapi import PROPOSAL, AgentClient
 from tests.remote.test_api_checkpoints import CHECKPOINT, REPLY_TOOL
@@ -29,6 +30,7 @@ SECOND = PROPOSAL | {"idempotency_key": "4711-2", "arguments": PROPOSAL["argumen
 def sent(request) -> tuple[dict, list[str], int]:
     """The answer, the statements and the number of transactions of one request."""
     policy_snapshot.current()  # a process reads its snapshot of policy once (tests/approvals/test_policy_snapshot.py)
+    notify.anyone_to_tell()  # whether anyone wants an email per call, once per change (tests/ops/test_notifications.py)
     with CaptureQueriesContext(connection) as queries:
         response = request()
     assert response.status_code in (200, 201), response.content
