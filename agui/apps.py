@@ -26,6 +26,7 @@ class AguiConfig(AppConfig):
                 reports_results=False,  # its stream reports results; agui/sweep.py takes over a stalled exchange
                 executes=offered.runs_here,
                 tool_for_call=offered.tool_for_call,
+                resolve_tools=offered.resolve_tools,
                 note="runs elsewhere: it executes its own calls and reports the results",
             )
         )

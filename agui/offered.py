@@ -15,6 +15,7 @@ from ag_ui.core import ToolMessage
 from approvals import services
 from approvals.models import Decision, Run, Tier, ToolCall
 from approvals.tools import CHECKPOINT, Tool, registry
+from remote.declared import resolve_tools as declared_resolve_tools
 from remote.declared import tool_for_call as declared_tool_for_call
 
 from .conversation import Conversation, Seen
@@ -50,6 +51,12 @@ def tool_for_call(call):
     if agent is None or call.tool_name not in agent.offered_tools:
         return None
     return next((tool for tool in offered(agent) if tool.name == call.tool_name), None)
+
+
+def resolve_tools(calls: list) -> None:
+    """tool_for_call() for many calls at once, where one query does it: the calls of its declarations (named
+    agent.tool); those of the tools ReviewHub offered stay to tool_for_call()."""
+    declared_resolve_tools([call for call in calls if "." in call.tool_name])
 
 
 def runs_here(call) -> bool:

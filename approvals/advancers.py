@@ -42,6 +42,9 @@ class Advancer:
     executes: Callable[[Any], bool] = _never  # executes(call): whether ReviewHub runs this approved call itself
     # tool_for_call(call): the tool of a call of its runs; None: ReviewHub's registry (as the run's agent may call).
     tool_for_call: Callable[[Any], Any] | None = None
+    # resolve_tools(calls): tool_for_call() for many calls of its runs at once, each found set as its resolved_tool
+    # (a page or a push showing a list of calls reads their tools in one query, not one per call).
+    resolve_tools: Callable[[list], None] | None = None
     note: str = ""  # what the run page says of its runs
 
     def resumer(self) -> Callable[..., None]:

@@ -152,6 +152,7 @@ def queue_rows(user, wanted: "triage.QueueFilter") -> list[ToolCall]:
 
 
 def with_key_values(calls: list[ToolCall]) -> list[ToolCall]:
+    registry.resolve(calls)  # their tools read together
     for call in calls:
         tool = registry.for_call(call)
         call.key_values = tool.key_values(call.review_arguments) if tool else []

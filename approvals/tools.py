@@ -275,6 +275,16 @@ class Registry:
         source = call.run.advancer.tool_for_call
         return source(call) if source is not None else self.get(call.tool_name)
 
+    def resolve(self, calls: list) -> None:
+        """for_call() made ready for each of these calls: each advancer that can resolves its runs' calls together
+        (Advancer.resolve_tools); for_call() then reads nothing for them."""
+        by_advancer: dict = {}
+        for call in calls:
+            if getattr(call, "resolved_tool", None) is None and call.run.advancer.resolve_tools is not None:
+                by_advancer.setdefault(call.run.advancer.resolve_tools, []).append(call)
+        for resolve_tools, theirs in by_advancer.items():
+            resolve_tools(theirs)
+
     def add_catalog(self, catalog: Callable[[], Iterable[Tool]]) -> None:
         """catalog() -> the current tools declared elsewhere (a remote agent's), for choosing in rules and settings."""
         self._catalogs.append(catalog)

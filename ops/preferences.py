@@ -33,7 +33,13 @@ def preferences_by_user(users, call: ToolCall) -> dict[int, NotificationPreferen
     return {user.pk: preference_for(user, call, rows.get(user.pk, [])) for user in users}
 
 
-def browser_by_user(call: ToolCall, user_ids: list[int]) -> dict[int, bool]:
-    """For a live push: whether each of these users wants a browser notification of this call (one query)."""
-    rows = _rows_by_user(user_ids, call)
-    return {user_id: preference_for(None, call, rows.get(user_id, [])).browser for user_id in user_ids}
+def browser_by_user(calls: list[ToolCall], user_ids: list[int]) -> dict[int, dict[int, bool]]:
+    """For a live push: by call id, whether each of these users wants a browser notification of it (one query for
+    all the calls: these users' preferences, matched to each call here)."""
+    rows: dict[int, list[NotificationPreference]] = {}
+    for row in NotificationPreference.objects.filter(user_id__in=user_ids):
+        rows.setdefault(row.user_id, []).append(row)
+    return {
+        call.pk: {user_id: preference_for(None, call, rows.get(user_id, [])).browser for user_id in user_ids}
+        for call in calls
+    }

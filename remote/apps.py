@@ -10,7 +10,7 @@ class RemoteConfig(AppConfig):
         from approvals.models import Run
         from approvals.tools import registry
 
-        from .declared import current_tools, tool_for_call
+        from .declared import current_tools, resolve_tools, tool_for_call
 
         # A remote agent (the agent API's, or the MCP gateway proposing as one) advances its own runs: it calls its
         # model, executes its approved calls and reports them; a decision wakes its long-polls and sends its webhooks.
@@ -25,6 +25,7 @@ class RemoteConfig(AppConfig):
                 agent_facts=True,
                 reports_results=True,
                 tool_for_call=tool_for_call,
+                resolve_tools=resolve_tools,
                 note="runs elsewhere: it executes its own calls and reports the results",
             )
         )

@@ -173,6 +173,16 @@ def tool_for_call(call) -> DeclaredToolAdapter | None:
     return tool
 
 
+def resolve_tools(calls: list) -> None:
+    """tool_for_call() for these calls in one query: each proposed under a declaration gets it as its
+    resolved_tool (the registry's for_call() then reads nothing); the others are left to tool_for_call()."""
+    wanted = {call.pk: call for call in calls if call.pk is not None and call.kind != ToolCall.Kind.TURN}
+    found = RemoteCall.objects.filter(tool_call_id__in=wanted, tool__isnull=False)
+    for call_id, tool_pk, created_at in found.values_list("tool_call_id", "tool_id", "tool__created_at"):
+        call, tool = wanted[call_id], _cached(tool_pk, created_at)
+        call.resolved_tool = replace(tool, kind=CHECKPOINT) if call.kind == ToolCall.Kind.CHECKPOINT else tool
+
+
 def proposed_tool(tool: DeclaredTool, kind: str) -> DeclaredToolAdapter:
     """The declaration a call is being proposed under, as the gate admits it (as a checkpoint, for a call of that
     kind), built from the row the proposal read: the gate does not look it up again."""

@@ -40,6 +40,17 @@ PROPOSAL = {
 }
 
 
+def proposed_in_threads(agent: "AgentClient", count: int) -> list[int]:
+    """This many more proposals, each in a thread of its own: the calls' ids."""
+    ids = []
+    for _ in range(count):
+        key = f"{agent.agent.name}-{ToolCall.objects.count()}"
+        answer = agent.post("/calls", PROPOSAL | {"idempotency_key": key, "thread_id": key})
+        assert answer.status_code == 201, answer.content
+        ids.append(answer.json()["id"])
+    return ids
+
+
 class AgentClient:
     """An agent speaking the API with its token (and nothing else: no session)."""
 

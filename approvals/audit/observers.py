@@ -45,14 +45,14 @@ def measured(what: str, seconds: float, error: str = "") -> None:
         log.exception("measuring %s failed", what)
 
 
-def browser_notifications(call, user_ids) -> dict[int, bool]:
-    """Which of these users want a browser notification of this call (settings.REVIEWHUB_BROWSER_PREFERENCES);
-    a user left out, or every user without that setting, wants one."""
+def browser_notifications(calls, user_ids) -> dict[int, dict[int, bool]]:
+    """By call id: which of these users want a browser notification of it (settings.REVIEWHUB_BROWSER_PREFERENCES,
+    asked once for all the calls); a call or a user left out, or every one without that setting, wants one."""
     path = getattr(settings, "REVIEWHUB_BROWSER_PREFERENCES", "")
-    if not path:
+    if not path or not calls:
         return {}
     try:
-        return import_string(path)(call, list(user_ids))
+        return import_string(path)(list(calls), list(user_ids))
     except Exception:
         log.exception("reading browser preferences failed")
         return {}

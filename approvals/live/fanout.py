@@ -196,14 +196,14 @@ def calls_messages(call_ids: list[int], user_ids) -> dict[int, dict[int, str]]:
     for user, permission_group in _current_users(list(user_ids)):
         groups[permission_group].append(user)
     seen = {key: sees_calls_and_pending_count(members[0], call_ids) for key, members in groups.items()}
-    return {call.pk: _messages(call, groups, seen, user_ids) for call in calls}
+    browser = observers.browser_notifications([call for call in calls if call.is_pending], user_ids)
+    return {call.pk: _messages(call, groups, seen, browser.get(call.pk, {})) for call in calls}
 
 
-def _messages(call: ToolCall, groups: dict, seen: dict, user_ids) -> dict[int, str]:
+def _messages(call: ToolCall, groups: dict, seen: dict, browser: dict[int, bool]) -> dict[int, str]:
     decision = None if call.is_pending else call.final_decision()
     html_by_view: dict[str, str] = {}
     messages = {}
-    browser = observers.browser_notifications(call, user_ids) if call.is_pending else {}
     for key, members in groups.items():
         visible, pending = seen[key]
         if call.pk not in visible:

@@ -34,7 +34,7 @@ def panel_context(user, call: ToolCall, decision: Decision | None) -> dict:
         context["stage_calls"] = stage_calls(user, call)
     if call.status == ToolCall.Status.APPROVED:
         context["not_claimed"] = not_claimed(call)
-    if context["can_decide"] and (gate := friction_for(call)) is not None:
+    if context["can_decide"] and (gate := friction_for(call, fresh=False)) is not None:  # shown: the decision reads it
         context |= {"friction": gate, "shown_token": shown_token(call)}
     return context
 

@@ -57,3 +57,26 @@ def test_push_jobs_keep_one_database_connection_and_replace_a_broken_one(require
     finally:
         connection_created.disconnect(dispatch_uid="push-test")
         fanout.close_push_connection()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_push_job_for_many_remote_calls_costs_the_queries_of_one(require_postgres, reviewer, reviewer2):
+    """Their tools (the agents' declarations), their decisions and who wants a browser notification are read for
+    all the job's calls together, not call by call."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.agentapi import AgentClient, proposed_in_threads
+
+    agent = AgentClient("fanout-bot")
+    agent.declare()
+    ids = proposed_in_threads(agent, 8)
+    users = [reviewer.pk, reviewer2.pk]
+    fanout.calls_messages(ids[:1], users)  # what a process reads once (the declarations' adapters, the users)
+    counts = []
+    for calls in (ids[:1], ids):
+        with CaptureQueriesContext(connection) as queries:
+            pushed = fanout.calls_messages(calls, users)
+        assert all(set(pushed[call_id]) == set(users) for call_id in calls)
+        counts.append(len(queries))
+    assert counts[0] == counts[1], counts

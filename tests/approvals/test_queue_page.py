@@ -143,3 +143,24 @@ def test_nonsense_asked_of_a_group_is_answered_with_an_empty_group(client, revie
     for params in ({"tool": "issue_refund", "agent": "support", "band": "'; drop"}, {}):
         response = client.get(reverse("approvals:queue_group"), params)
         assert response.status_code == 200 and 'name="calls"' not in response.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_remote_agents_calls_cost_the_queue_page_no_query_per_row(client, reviewer):
+    """A remote call's tool is its agent's declaration: read for all the rows together (Advancer.resolve_tools)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.agentapi import AgentClient, proposed_in_threads
+
+    agent = AgentClient("queue-bot")
+    agent.declare()
+    client.force_login(reviewer)
+    counts = []
+    for threads in (2, 12):
+        proposed_in_threads(agent, threads)
+        page(client)  # what a process reads once (the policy's snapshot, the declarations' adapters)
+        with CaptureQueriesContext(connection) as queries:
+            html = page(client)
+        counts.append(len(queries))
+    assert rows(html) == 14 and counts[0] == counts[1], counts
