@@ -15,6 +15,10 @@ achieved, HTTP answers that were not 2xx by status (and client errors by kind), 
 workers, PostgreSQL, the whole machine) and each uvicorn worker's RSS at the start, every 10 s and at the end,
 each beside the load average.
 
+--floor: the same stack, bench and figures, with POST /api/v1/calls and GET /api/v1/calls/{id} served by bare
+Django views in the uvicorn workers (bench/floor: the token checked, one INSERT; one SELECT, a wait that runs out):
+the floor under ReviewHub's rules. Nothing is pushed, decided or delivered there: those figures have no samples.
+
 PostgreSQL's CPU is the server's, every database's: another client of the same server counts too.
 """
 
@@ -24,6 +28,7 @@ import collections
 import contextlib
 import gc
 import os
+import ssl
 import sys
 import threading
 import time
@@ -36,6 +41,10 @@ from bench import agents_waiting as waiting  # noqa: E402
 from bench.agents_waiting import TOOL, Round, summary, webhook_path  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
+# Every agent's client shares one: an httpx client makes an SSL context of its own otherwise, ~15 ms of CPU loading
+# the CA certificates (for plain HTTP it never uses), and a thousand of them stopped this process's event loop for
+# the run's first 15 s, after which the proposals due meanwhile went out at once.
+TLS = ssl.create_default_context()
 
 
 def parse_args():
@@ -46,6 +55,7 @@ def parse_args():
     parser.add_argument("--decide-every", type=int, default=10, help="the decider approves every Kth call")
     parser.add_argument("--sample-every", type=float, default=10.0, help="seconds between RSS samples")
     parser.add_argument("--shared-client", action="store_true", help="one HTTP client (and pool) for all agents")
+    parser.add_argument("--floor", action="store_true", help="proposals and reads by bare Django views (bench/floor)")
     waiting.stack_arguments(parser)
     return parser.parse_args()
 
@@ -53,9 +63,10 @@ def parse_args():
 class Fleet(Round):
     """Round's time stamps, plus what a minute of proposals adds."""
 
-    def __init__(self, decide_every: int):
+    def __init__(self, decide_every: int, floor: bool = False):
         super().__init__()
         self.decide_every = decide_every
+        self.floor = floor  # the floor's calls are rows of its own: none to decide, push or deliver
         self.statuses: collections.Counter = collections.Counter()  # "proposal 503", "poll 500", "poll ReadTimeout"
         self.to_decide: set[int] = set()
         self.proposed = 0
@@ -90,7 +101,7 @@ async def agent_with_own_client(http, *rest) -> None:
     whose pool of thousands of connections costs this process more CPU at every request)."""
     import httpx
 
-    async with httpx.AsyncClient(base_url=str(http.base_url), timeout=90, trust_env=False) as own:
+    async with httpx.AsyncClient(base_url=str(http.base_url), timeout=90, trust_env=False, verify=TLS) as own:
         await agent(own, *rest)
 
 
@@ -126,7 +137,7 @@ async def propose(http, headers, body, fleet: Fleet, hooked: bool) -> int | None
     call_id = answer.json()["id"]
     fleet.sent[call_id], fleet.answered[call_id] = sent, time.perf_counter()
     fleet.proposed += 1
-    if call_id % fleet.decide_every == 0:
+    if call_id % fleet.decide_every == 0 and not fleet.floor:
         fleet.to_decide.add(call_id)
         if hooked:
             fleet.hooked.add(call_id)
@@ -285,7 +296,7 @@ async def run(args, port: int, people, receiver, server_pid: int) -> tuple[Fleet
         await prepare(http, tokens, receiver.url, hooked)
         gc.collect()
         gc.freeze()
-        fleet, ready, done = Fleet(args.decide_every), asyncio.Event(), threading.Event()
+        fleet, ready, done = Fleet(args.decide_every, args.floor), asyncio.Event(), threading.Event()
         watcher = asyncio.create_task(waiting.watch_queue(port, cookie, fleet, ready))
         await asyncio.wait_for(ready.wait(), 30)
         pids = uvicorn_workers(server_pid)
@@ -316,6 +327,8 @@ def report_asked_and_answered(args, fleet: Fleet, answered: int, elapsed: float)
     """The run's first lines: what was asked, on what machine, and how much was answered; the proposals asked."""
     wanted = args.agents * args.proposals
     load = os.getloadavg()
+    if args.floor:
+        print("THE FLOOR (--floor): proposals and reads by bare Django views (bench/floor), not ReviewHub's API")
     print(
         f"{args.agents} agents × {args.proposals} proposals over {args.over:.0f} s ({wanted / args.over:.1f}/s asked);",
         end=" ",
@@ -358,7 +371,8 @@ def report(args, fleet: Fleet, receiver, lines: list[str], machine: Machine, ela
     print(summary("this bench's event loop, late by (ms)", fleet.lags, len(fleet.lags)))
     print("\n".join(lines))
     fleet.hooked = hooked
-    webhook_path(fleet, receiver)
+    if not args.floor:
+        webhook_path(fleet, receiver)
 
 
 def main() -> None:

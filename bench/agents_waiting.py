@@ -357,7 +357,13 @@ def stack_up(args) -> tuple:
     ToolCall.objects.filter(status=ToolCall.Status.PENDING).update(status=ToolCall.Status.CANCELLED)
     people = make_people(args.agents)
     port = free_port()
-    server = start_server(argparse.Namespace(no_deflate=False, workers=args.workers), port)
+    settings = None
+    if getattr(args, "floor", False):  # agents_fleet.py --floor: the uvicorn workers only; Celery keeps ReviewHub's
+        from bench.floor.views import ensure_table
+
+        ensure_table()
+        settings = "bench.floor.settings"
+    server = start_server(argparse.Namespace(no_deflate=False, workers=args.workers, settings=settings), port)
     return people, Receiver(), port, server, start_worker()
 
 

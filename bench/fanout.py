@@ -107,6 +107,8 @@ def make_users(count: int):
 
 def start_server(args, port: int) -> subprocess.Popen:
     env = {**os.environ, "ALLOWED_HOSTS": "127.0.0.1,localhost", "LOG_LEVEL": "WARNING"}
+    if settings := getattr(args, "settings", None):  # agents_fleet.py --floor: bench.floor.settings
+        env["DJANGO_SETTINGS_MODULE"] = settings
     server = subprocess.Popen(
         [
             sys.executable,
