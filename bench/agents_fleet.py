@@ -15,6 +15,10 @@ achieved, HTTP answers that were not 2xx by status (and client errors by kind), 
 workers, PostgreSQL, the whole machine) and each uvicorn worker's RSS at the start, every 10 s and at the end,
 each beside the load average.
 
+--wait-for-decisions: an agent whose call the decider will decide long-polls it until it is decided, as an agent
+waiting on a review does, even when its next proposal is due: beyond what the machine answers, an answer comes
+after the agent's next proposal was due, and without it no agent long-polls at all.
+
 --floor: the same stack, bench and figures, with POST /api/v1/calls and GET /api/v1/calls/{id} served by bare
 Django views in the uvicorn workers (bench/floor: the token checked, one INSERT; one SELECT, a wait that runs out):
 the floor under ReviewHub's rules. Nothing is pushed, decided or delivered there: those figures have no samples.
@@ -54,6 +58,12 @@ def parse_args():
     parser.add_argument("--over", type=float, default=60.0, help="seconds the proposals are spread over")
     parser.add_argument("--decide-every", type=int, default=10, help="the decider approves every Kth call")
     parser.add_argument("--sample-every", type=float, default=10.0, help="seconds between RSS samples")
+    parser.add_argument(
+        "--wait-for-decisions",
+        action="store_true",
+        help="an agent long-polls each call the decider will decide until it is decided, even past its next proposal's"
+        " time (a fleet beyond what the machine answers sends its next proposal at once otherwise: no long-poll)",
+    )
     parser.add_argument("--shared-client", action="store_true", help="one HTTP client (and pool) for all agents")
     parser.add_argument("--floor", action="store_true", help="proposals and reads by bare Django views (bench/floor)")
     waiting.stack_arguments(parser)
@@ -120,6 +130,8 @@ async def agent(http, i: int, token: str, fleet: Fleet, args, start: float, stam
         }
         call_id = await propose(http, headers, body, fleet, hooked)
         until = due[j + 1] if j + 1 < len(due) else start + args.over + 10
+        if call_id is not None and args.wait_for_decisions and call_id in fleet.to_decide:
+            until = max(until, time.perf_counter() + 60)  # it waits for this decision, however late its next is
         if call_id is not None:
             await poll(http, headers, call_id, until, fleet)
 
