@@ -12,7 +12,7 @@ listens now, which is what Redis pub/sub is. channels_redis ships two layers:
   its sockets listen to (~0.2 ms per proposal). channels_redis still calls it beta. What a hint loses with it
   is what a hint may lose: one published while a process's subscription reconnects is not delivered (the
   core layer dropped those too: the send failed); redis-py subscribes again by itself
-  (tests/e2e/test_live_redis.py).
+  (tests/runtime/test_layers.py).
 
 redis-py 8's default socket timeout (5 s) ended idle sockets on the core layer's blocking reads (channels_redis
 issue 422); a longer one is kept here for any blocking read.
