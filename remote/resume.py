@@ -14,8 +14,10 @@ from django.utils import timezone
 from approvals.models import Decision, Run, ToolCall
 
 from . import tasks, waiting
-from .models import WebhookDelivery
+from .models import Webhook, WebhookDelivery
 from .serialize import call_json
+
+DECIDED = "call.decided"  # the deliveries' event type
 
 
 def run_decided(run_id: int, *, approved: bool = False) -> None:
@@ -33,9 +35,16 @@ def run_decided(run_id: int, *, approved: bool = False) -> None:
         deliveries_enqueue(run_id=run_id)
 
 
-def _decided_calls(run_id: int):
+def _undelivered_decided_calls(run_id: int, hooks: list[Webhook]):
+    """The run's decided calls that one of these webhooks has no delivery of yet: in a thread of many decisions,
+    a new one reads the calls delivered before only in this one statement, not one by one."""
     decided = Decision.objects.filter(tool_call=OuterRef("pk"), final=True)
-    return ToolCall.objects.filter(run_id=run_id).filter(Exists(decided)).select_related("run", "remote__tool")
+    delivered = WebhookDelivery.objects.filter(
+        webhook=OuterRef("pk"), tool_call=OuterRef(OuterRef("pk")), event_type=DECIDED
+    )
+    missing = Webhook.objects.filter(pk__in=[hook.pk for hook in hooks]).exclude(Exists(delivered))
+    calls = ToolCall.objects.filter(run_id=run_id).filter(Exists(decided), Exists(missing))
+    return calls.select_related("run", "remote__tool").prefetch_related(ToolCall.decisions_prefetch())
 
 
 def deliveries_enqueue(*, run_id: int) -> list[int]:
@@ -46,13 +55,13 @@ def deliveries_enqueue(*, run_id: int) -> list[int]:
         return []
     hooks = list(thread.agent.webhooks.filter(active=True))
     made = []
-    for call in _decided_calls(run_id) if hooks else []:
-        event = {"type": "call.decided", "timestamp": timezone.now().isoformat(), "data": call_json(call)}
+    for call in _undelivered_decided_calls(run_id, hooks) if hooks else []:
+        event = {"type": DECIDED, "timestamp": timezone.now().isoformat(), "data": call_json(call)}
         for hook in hooks:
             delivery, created = WebhookDelivery.objects.get_or_create(
                 webhook=hook,
                 tool_call=call,
-                event_type="call.decided",
+                event_type=DECIDED,
                 defaults={"message_id": f"msg_{uuid.uuid4().hex}", "payload": event, "next_attempt_at": timezone.now()},
             )
             if created:

@@ -3,11 +3,15 @@
 import json
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from prometheus_client import REGISTRY
 from standardwebhooks.webhooks import Webhook as Verifier
 
-from remote import targets, tasks
+from approvals import services
+from approvals.models import ToolCall
+from remote import resume, targets, tasks
 from remote.deliveries import ATTEMPTS, BACKOFF
 from remote.models import Webhook, WebhookDelivery
 from remote.services import delivery_attempt
@@ -195,3 +199,36 @@ def test_each_delivery_attempt_is_counted_in_the_metrics_by_outcome(
     delivery_attempt(delivery_id=delivery.pk)
 
     assert (counted("delivered"), counted("failed")) == (before[0] + 1, before[1] + 1)
+
+
+def test_a_decision_late_in_a_long_thread_reads_what_the_first_one_did(
+    hooked, reviewer, scheduled, django_capture_on_commit_callbacks
+):
+    """The thread's calls delivered before are left out in the statement that finds what to deliver, not read
+    one by one at every new decision."""
+    agent, _ = hooked
+    counts = []
+    for n in range(6):
+        call = ToolCall.objects.get(pk=agent.propose(idempotency_key=f"long-{n}")["id"])
+        with django_capture_on_commit_callbacks(execute=True):
+            services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+        with CaptureQueriesContext(connection) as queries:
+            assert resume.deliveries_enqueue(run_id=call.run_id) == []  # each decided call delivered once already
+        counts.append(len(queries))
+    deliveries = WebhookDelivery.objects.filter(pk__in=[pk for pk, _ in scheduled])
+    assert len(scheduled) == deliveries.count() == 6 and len({d.tool_call.run_id for d in deliveries}) == 1
+    assert counts[0] == counts[-1], counts
+
+
+def test_a_webhook_added_later_gets_the_threads_earlier_decisions_at_its_next_one(
+    hooked, receiver, reviewer, scheduled, django_capture_on_commit_callbacks
+):
+    agent, _ = hooked
+    first = decide(agent, reviewer, django_capture_on_commit_callbacks)
+    assert agent.post("/webhooks", {"url": receiver[0] + "/second"}).status_code == 201
+    later = ToolCall.objects.get(pk=agent.propose(idempotency_key="later")["id"])
+    with django_capture_on_commit_callbacks(execute=True):
+        services.toolcall_decide(call_id=later.pk, reviewer=reviewer, verdict="approve", shown_hash=later.review_hash)
+
+    sent = set(WebhookDelivery.objects.values_list("tool_call_id", "webhook__url"))
+    assert sent == {(call.pk, url) for call in (first, later) for url in (receiver[0], receiver[0] + "/second")}
