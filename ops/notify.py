@@ -37,6 +37,10 @@ def _mail(subject: str, body: str, address: str) -> bool:
     return True
 
 
+def _someone_wants_each_email() -> bool:
+    return NotificationPreference.objects.filter(email=Email.EACH).exists()
+
+
 _told = ("", True)  # (a policy stamp, whether anyone asked for an email per call under it)
 
 
@@ -51,7 +55,7 @@ def anyone_to_tell() -> bool:
     global _told
     stamp, told = policy_snapshot.read_last().stamp, _told
     if told[0] != stamp:
-        told = _told = (stamp, NotificationPreference.objects.filter(email=Email.EACH).exists())
+        told = _told = (stamp, _someone_wants_each_email())
     return told[1]
 
 
@@ -62,7 +66,7 @@ def call_waiting(*, call_id: int) -> None:
     Without Slack and without anyone who asked for an email per call (for some tool or group) there is nothing
     to send, and one query says so: a fleet proposing thirty calls a second cost the worker four queries and
     5-8 ms of CPU for each call otherwise."""
-    if not settings.SLACK_BOT_TOKEN and not NotificationPreference.objects.filter(email=Email.EACH).exists():
+    if not settings.SLACK_BOT_TOKEN and not _someone_wants_each_email():
         return
     call = ToolCall.objects.select_related("run", "review_group").filter(pk=call_id).first()
     if call is None or not call.is_pending:

@@ -19,10 +19,15 @@ def preference_for(user, call: ToolCall, rows: list[NotificationPreference] | No
     return max(matching, key=lambda row: row.specificity, default=DEFAULT)
 
 
-def _rows_by_user(user_ids, call: ToolCall) -> dict[int, list[NotificationPreference]]:
-    scope = Q(tool_name__in=("", call.tool_name)) & (Q(group__isnull=True) | Q(group_id=call.review_group_id))
+def _rows_by_user(user_ids, call: ToolCall | None = None) -> dict[int, list[NotificationPreference]]:
+    """These users' preferences by user: those that may match this call, or (no call) all of them."""
+    rows_of = NotificationPreference.objects.filter(user_id__in=user_ids)
+    if call is not None:
+        rows_of = rows_of.filter(
+            Q(tool_name__in=("", call.tool_name)) & (Q(group__isnull=True) | Q(group_id=call.review_group_id))
+        )
     rows: dict[int, list] = {}
-    for row in NotificationPreference.objects.filter(scope, user_id__in=user_ids):
+    for row in rows_of:
         rows.setdefault(row.user_id, []).append(row)
     return rows
 
@@ -36,9 +41,7 @@ def preferences_by_user(users, call: ToolCall) -> dict[int, NotificationPreferen
 def browser_by_user(calls: list[ToolCall], user_ids: list[int]) -> dict[int, dict[int, bool]]:
     """For a live push: by call id, whether each of these users wants a browser notification of it (one query for
     all the calls: these users' preferences, matched to each call here)."""
-    rows: dict[int, list[NotificationPreference]] = {}
-    for row in NotificationPreference.objects.filter(user_id__in=user_ids):
-        rows.setdefault(row.user_id, []).append(row)
+    rows = _rows_by_user(user_ids)
     return {
         call.pk: {user_id: preference_for(None, call, rows.get(user_id, [])).browser for user_id in user_ids}
         for call in calls
