@@ -38,9 +38,6 @@ def keep_database_connections(**kwargs):
 def drop_aged_or_broken_connections(**kwargs):
     """Before each task: close a connection that has aged, failed, or been ended by its server while idle (checked
     without a round trip: runtime/connections.py)."""
-    from django.db import close_old_connections
+    from runtime.connections import close_unusable
 
-    from runtime.connections import close_ended_by_server
-
-    close_old_connections()
-    close_ended_by_server()
+    close_unusable()

@@ -12,7 +12,7 @@ once more on a new connection by agents/loop.py; a request answers 500 and its c
 
 import select
 
-from django.db import connections
+from django.db import close_old_connections, connections
 
 
 def close_ended_by_server() -> None:
@@ -27,3 +27,10 @@ def close_ended_by_server() -> None:
             readable = [True]
         if readable:
             conn.close()
+
+
+def close_unusable() -> None:
+    """Before a kept connection's next use (a task, a push): close it if it outlived its age or failed (Django's
+    close_old_connections), or if its server ended it while it was idle."""
+    close_old_connections()
+    close_ended_by_server()

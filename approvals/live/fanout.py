@@ -54,7 +54,7 @@ from approvals.live import QUEUE_GROUP
 from approvals.models import ToolCall
 from approvals.selectors import sees_calls_and_pending_count, with_key_values
 from approvals.web.call_panel import panel_context, viewer_key
-from runtime.connections import close_ended_by_server
+from runtime.connections import close_unusable
 
 log = logging.getLogger(__name__)
 
@@ -231,8 +231,7 @@ def _in_push_thread(job, *args):
     """Run a job with the push thread's own connection, kept PUSH_CONN_MAX_AGE seconds, dropped when broken."""
     connection = connections[DEFAULT_DB_ALIAS]
     connection.settings_dict = connection.settings_dict | {"CONN_MAX_AGE": settings.PUSH_CONN_MAX_AGE}  # its own copy
-    close_old_connections()
-    close_ended_by_server()
+    close_unusable()
     try:
         return job(*args)
     finally:
