@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import DEFAULT_DB, setup_django
+from bench.machine import TICK, process_ticks
 
 
 def parse_args():
@@ -47,8 +48,7 @@ def cpu_seconds(pid: int | None = None) -> float:
     if pid is None:
         usage = os.times()
         return usage.user + usage.system
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return sum(process_ticks(pid)[:2]) / TICK
 
 
 FLOOR_TABLE = "CREATE TABLE IF NOT EXISTS bench_floor (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, n bigint)"
