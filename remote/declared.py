@@ -26,9 +26,11 @@ class JsonArguments(dict):
         return json.loads(json.dumps(self))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class DeclaredSchema:
-    """Stands where a pydantic model stands for ReviewHub's own tools: the edit form reads its JSON Schema."""
+    """Stands where a pydantic model stands for ReviewHub's own tools: the edit form reads its JSON Schema. Like a
+    model class, it is one object per declaration (a version's adapter is kept, _cached) and hashes as itself:
+    caches keyed by a tool's model (approvals/web/triage.py's amount field) take it as they take a class."""
 
     schema: dict
 

@@ -286,3 +286,20 @@ def test_two_people_adding_it_at_once_make_one_rule(require_postgres, history, a
         thread.join()
     assert sorted(outcomes) == ["RuleAlreadyAdded", "added"]
     assert shadow_rules().count() == 1 and ShadowResult.objects.count() == 26
+
+
+def test_a_remote_agents_declared_tool_is_learned_from_too_and_the_page_shows_it(client, auditor, reviewer):
+    """A declared tool's schema is not a pydantic model; the insight page read its amount field all the same
+    (it answered 500 when such a tool had calls to learn from)."""
+    from tests.agentapi import AgentClient
+
+    agent = AgentClient("learning-bot")
+    agent.declare()
+    for n in range(3):
+        call = ToolCall.objects.get(pk=agent.propose(idempotency_key=f"learn-{n}")["id"])
+        services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+
+    (proposal,) = learned.proposals(window(), min_calls=2)
+    assert (proposal.tool, proposal.field, proposal.value) == ("learning-bot.issue_refund", "amount", 490.0)
+    client.force_login(auditor)
+    assert client.get(reverse("approvals:insight")).status_code == 200
