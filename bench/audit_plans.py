@@ -16,6 +16,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -63,49 +64,73 @@ def _rare_kind() -> str:
 
 def scenarios():
     """(name, callable) pairs: each runs one read path of the code as it stands."""
+    page, sample = _auditor_pages(), _sample()
+    return _admin_reads(page, sample) + _other_reads(page, sample)
+
+
+def _sample() -> SimpleNamespace:
+    """What the reads ask about: the newest event's dates, a decided call and its tool, the newest run, a reviewer,
+    an event in the middle of the trail, the rarest kind."""
     from datetime import timedelta
 
     from django.utils import timezone
 
-    from approvals import audit
-    from approvals.audit import export
     from approvals.models import AuditEvent, Run, ToolCall
 
-    page, admin, rare = _auditor_pages(), "/admin/approvals/auditevent/", _rare_kind()
     newest = AuditEvent.objects.order_by("-pk").values_list("created_at", flat=True).first() or timezone.now()
-    month_ago = (newest - timedelta(days=30)).date().isoformat()
-    week_ago = (newest - timedelta(days=7)).date().isoformat()
-    day = (newest + timedelta(days=1)).date().isoformat()
     call = ToolCall.objects.filter(audit_events__kind="decided").order_by("-pk").first()
-    run = Run.objects.order_by("-pk").first()
-    actor_id = AuditEvent.objects.filter(actor__isnull=False).values_list("actor_id", flat=True).first()
-    tool = call.tool_name if call else "refund"
-    middle = AuditEvent.objects.order_by("pk").values_list("pk", flat=True)[200_000:200_001].first() or 1
+    return SimpleNamespace(
+        newest=newest,
+        month_ago=(newest - timedelta(days=30)).date().isoformat(),
+        week_ago=(newest - timedelta(days=7)).date().isoformat(),
+        day=(newest + timedelta(days=1)).date().isoformat(),
+        call=call,
+        run=Run.objects.order_by("-pk").first(),
+        actor_id=AuditEvent.objects.filter(actor__isnull=False).values_list("actor_id", flat=True).first(),
+        tool=call.tool_name if call else "refund",
+        middle=AuditEvent.objects.order_by("pk").values_list("pk", flat=True)[200_000:200_001].first() or 1,
+        rare=_rare_kind(),
+    )
+
+
+def _admin_reads(page, s: SimpleNamespace) -> list:
+    admin, rare = "/admin/approvals/auditevent/", s.rare
     return [
         ("admin list, newest first", page(admin)),
-        ("admin list, past 30 days", page(f"{admin}?created_at__gte={month_ago}&created_at__lt={day}")),
+        ("admin list, past 30 days", page(f"{admin}?created_at__gte={s.month_ago}&created_at__lt={s.day}")),
         ("admin list, a frequent kind (decided)", page(f"{admin}?kind=decided")),
         (f"admin list, a rare kind ({rare})", page(f"{admin}?kind={rare}")),
-        (f"admin list, a rare kind ({rare}), past 7 days", page(f"{admin}?kind={rare}&created_at__gte={week_ago}")),
-        ("admin list, a reviewer", page(f"{admin}?actor={actor_id}")),
-        (f"admin list, a tool ({tool})", page(f"{admin}?tool={tool}")),
-        ("admin search, a run's id", page(f"{admin}?q={run.pk}")),
-        ("admin search, a run's UUID", page(f"{admin}?q={run.public_id}")),
-        ("admin search, a call's id", page(f"{admin}?q={call.pk}")),
-        ("admin event page", page(f"{admin}{middle}/change/")),
-        ("admin call page (its chain)", page(f"/admin/approvals/toolcall/{call.pk}/change/")),
+        (f"admin list, a rare kind ({rare}), past 7 days", page(f"{admin}?kind={rare}&created_at__gte={s.week_ago}")),
+        ("admin list, a reviewer", page(f"{admin}?actor={s.actor_id}")),
+        (f"admin list, a tool ({s.tool})", page(f"{admin}?tool={s.tool}")),
+        ("admin search, a run's id", page(f"{admin}?q={s.run.pk}")),
+        ("admin search, a run's UUID", page(f"{admin}?q={s.run.public_id}")),
+        ("admin search, a call's id", page(f"{admin}?q={s.call.pk}")),
+        ("admin event page", page(f"{admin}{s.middle}/change/")),
+        ("admin call page (its chain)", page(f"/admin/approvals/toolcall/{s.call.pk}/change/")),
+    ]
+
+
+def _other_reads(page, s: SimpleNamespace) -> list:
+    from datetime import timedelta
+
+    from approvals import audit
+    from approvals.audit import export
+    from approvals.models import AuditEvent
+
+    return [
         (
             "export, past 7 days, first 2 chunks",
-            lambda: _take(export.rows(export.ExportFilter(newest - timedelta(days=7), None)), 10_000),
+            lambda: _take(export.rows(export.ExportFilter(s.newest - timedelta(days=7), None)), 10_000),
         ),
-        ("export, a tool", lambda: _take(export.rows(export.ExportFilter(tool=tool)), 10_000)),
+        ("export, a tool", lambda: _take(export.rows(export.ExportFilter(tool=s.tool)), 10_000)),
         ("verify's walk, 2 chunks", lambda: _take(audit.in_chunks(AuditEvent.objects.all(), ("id", "hash")), 10_000)),
-        ("call chain", lambda: audit.call_chain(call)),
+        ("call chain", lambda: audit.call_chain(s.call)),
         ("insight page", page("/insight/")),
-        ("sweep: a run's last progress", lambda: _sweep_progress(run)),
+        ("sweep: a run's last progress", lambda: _sweep_progress(s.run)),
         ("AG-UI stalled-run sweep", lambda: _agui_sweep()),
         ("remote: unreported and unclaimed calls", lambda: _remote_sweeps()),
-        ("run page", page(f"/runs/{run.pk}/")),
+        ("run page", page(f"/runs/{s.run.pk}/")),
     ]
 
 
