@@ -268,12 +268,16 @@ class Registry:
 
     def for_call(self, call) -> Tool | None:
         """The tool of this call: a registered tool, unless the run's advancer has tools of its own (for a call the
-        gate has just admitted, the tool it admitted it under: nobody is asked again)."""
+        gate has just admitted, the tool it admitted it under: nobody is asked again). One the advancer read is kept
+        on the call: a decision asks for it three times, and its audit event's log line once more after the commit."""
         resolved = getattr(call, "resolved_tool", None)
         if resolved is not None:
             return resolved
         source = call.run.advancer.tool_for_call
-        return source(call) if source is not None else self.get(call.tool_name)
+        if source is None:
+            return self.get(call.tool_name)
+        call.resolved_tool = source(call)  # a call's own tool (a remote call's declaration version) never changes
+        return call.resolved_tool
 
     def resolve(self, calls: list) -> None:
         """for_call() made ready for each of these calls: each advancer that can resolves its runs' calls together
