@@ -11,6 +11,7 @@ class RemoteConfig(AppConfig):
         from approvals.tools import registry
 
         from .declared import current_tools, resolve_tools, tool_for_call
+        from .resume import outbox
 
         # A remote agent (the agent API's, or the MCP gateway proposing as one) advances its own runs: it calls its
         # model, executes its approved calls and reports them; a decision wakes its long-polls and sends its webhooks.
@@ -26,6 +27,7 @@ class RemoteConfig(AppConfig):
                 reports_results=True,
                 tool_for_call=tool_for_call,
                 resolve_tools=resolve_tools,
+                outbox=outbox,  # its webhook deliveries commit with the decision; its long-polls wake as it does
                 note="runs elsewhere: it executes its own calls and reports the results",
             )
         )

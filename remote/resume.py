@@ -1,8 +1,10 @@
-"""The resumption seam for runs a remote agent advances (settings.REVIEWHUB_REMOTE_RESUME).
+"""What a remote agent is told of a decision (or an expiry, a cancel) on its run: its advancer's outbox and its
+resumption seam (settings.REVIEWHUB_REMOTE_RESUME).
 
-A decision (or an expiry) on such a run wakes the agent's long-polls and sends its webhooks (a delivery
-per decided call and webhook, sent by remote/tasks.py);
-nothing here executes anything: the agent does, after claiming the call.
+`outbox` runs inside the decision's transaction: the webhook deliveries are made there, so they commit with it,
+and as it commits the agent's long-polls are woken and each delivery's task is published (remote/tasks.py), before
+anything else the deciding process does after its commit. `run_decided`, after the commit, marks the run running.
+Nothing here executes anything: the agent does, after claiming the call.
 """
 
 import uuid
@@ -20,19 +22,20 @@ from .serialize import call_json
 DECIDED = "call.decided"  # the deliveries' event type
 
 
+def outbox(run_id: int) -> None:
+    """The remote advancer's outbox (approvals/advancers.py), in the transaction that lets the run go on: its
+    decided calls' long-polls woken as it commits, their webhook deliveries made in it (and sent as it commits)."""
+    decided = ToolCall.objects.filter(run_id=run_id).exclude(status=ToolCall.Status.PENDING)
+    calls = list(decided.values_list("pk", flat=True))
+    transaction.on_commit(lambda: waiting.wake(calls))
+    deliveries_enqueue(run_id)
+
+
 def run_decided(run_id: int, *, approved: bool = False) -> None:
-    """Called after the decision's commit. `approved` (the seam's hint) changes nothing here: the agent hears of
-    every decision and claims its approved calls itself."""
-    calls = list(
-        ToolCall.objects.filter(run_id=run_id).exclude(status=ToolCall.Status.PENDING).values_list("pk", flat=True)
-    )
-    waiting.wake(calls)
+    """Called after the commit whose outbox told the agent: its run is running again unless a call in it still
+    waits for a person. `approved` (the seam's hint) changes nothing here: the agent claims its approved calls."""
     pending = ToolCall.objects.filter(run=OuterRef("pk"), status=ToolCall.Status.PENDING)
-    with transaction.atomic():
-        Run.objects.filter(pk=run_id, status=Run.Status.WAITING).exclude(Exists(pending)).update(
-            status=Run.Status.RUNNING
-        )
-        deliveries_enqueue(run_id=run_id)
+    Run.objects.filter(pk=run_id, status=Run.Status.WAITING).exclude(Exists(pending)).update(status=Run.Status.RUNNING)
 
 
 def _undelivered_decided_calls(run_id: int, hooks: list[Webhook]):
@@ -44,16 +47,18 @@ def _undelivered_decided_calls(run_id: int, hooks: list[Webhook]):
     )
     missing = Webhook.objects.filter(pk__in=[hook.pk for hook in hooks]).exclude(Exists(delivered))
     calls = ToolCall.objects.filter(run_id=run_id).filter(Exists(decided), Exists(missing))
-    return calls.select_related("run", "remote__tool").prefetch_related(ToolCall.decisions_prefetch())
+    calls = calls.select_related("run", "remote__tool").prefetch_related(ToolCall.decisions_prefetch())
+    return calls.order_by("pk")  # two decisions' transactions insert shared rows in one order: neither waits on both
 
 
-def deliveries_enqueue(*, run_id: int) -> list[int]:
-    """A delivery for every decided call of this run and every active webhook of its agent, once each."""
+def deliveries_enqueue(run_id: int) -> list[int]:
+    """A delivery for every decided call of this run and every active webhook of its agent, once each, each sent
+    by a task after the caller's commit."""
     run = Run.objects.filter(pk=run_id).select_related("remote_thread__agent").first()
     thread = getattr(run, "remote_thread", None) if run else None
     if thread is None:
         return []
-    hooks = list(thread.agent.webhooks.filter(active=True))
+    hooks = list(thread.agent.webhooks.filter(active=True).order_by("pk"))
     made = []
     for call in _undelivered_decided_calls(run_id, hooks) if hooks else []:
         event = {"type": DECIDED, "timestamp": timezone.now().isoformat(), "data": call_json(call)}

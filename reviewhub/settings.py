@@ -295,8 +295,8 @@ AGENT_MAX_STEPS = env_int("AGENT_MAX_STEPS", 12)
 # How a decision resumes a run: a dotted path to a callable taking a run id.
 # approvals/ knows nothing of agents; this is the one seam between them.
 REVIEWHUB_RESUME = env_str("REVIEWHUB_RESUME", "agents.dispatch.enqueue_advance")
-# Runs of agents that run elsewhere (the agent API) are told of decisions through this seam instead:
-# it wakes their long-polls and sends their webhooks; their agents execute their own calls.
+# Runs of agents that run elsewhere (the agent API) go on through this seam instead: it marks the run running
+# (their long-polls and webhooks are told by the remote advancer's outbox); their agents execute their own calls.
 REVIEWHUB_REMOTE_RESUME = env_str("REVIEWHUB_REMOTE_RESUME", "remote.resume.run_decided")
 # Runs of AG-UI agents (agui/): the decisions resume the agent with a RunAgentInput, from a background task.
 REVIEWHUB_AGUI_RESUME = env_str("REVIEWHUB_AGUI_RESUME", "agui.resume.run_decided")

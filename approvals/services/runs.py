@@ -29,12 +29,17 @@ def request_resume(run_id: int, *, approved: bool = False) -> None:
     tells that agent; for an AG-UI agent's, what resumes it). Never two.
 
     `approved`: this transaction approved one of the run's calls to run, so the resumption need not ask
-    the database whether there is one (the seam's callables take it as a keyword)."""
+    the database whether there is one (the seam's callables take it as a keyword). Its advancer's outbox, if it
+    has one, is written first, in the caller's transaction."""
     if planted.is_practice_run(run_id):  # never advanced: it ends once nothing in it waits (approvals/planted.py)
         planted.finish_run(run_id)
         return
     advanced_by = Run.objects.filter(pk=run_id).values_list("advanced_by", flat=True).first()
-    resume = advancer_for(advanced_by or "").resumer()  # a run that is gone: nobody's
+    advancer = advancer_for(advanced_by or "")  # a run that is gone: nobody's
+    if advancer.outbox is not None:  # what tells its agent, in this transaction (approvals/advancers.py)
+        with transaction.atomic(savepoint=False):
+            advancer.outbox(run_id)
+    resume = advancer.resumer()
     transaction.on_commit(lambda: resume(run_id, approved=approved))
 
 

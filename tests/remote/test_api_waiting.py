@@ -5,8 +5,9 @@ import threading
 
 import pytest
 from django.contrib.auth.models import Group
-from django.db import connections
+from django.db import connection, connections
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from approvals import services
 from approvals.models import ToolCall
@@ -72,6 +73,23 @@ def test_a_long_poll_returns_when_a_reviewer_decides(polled):
     assert answers and answers[0]["status"] == "approved"
     assert answers[0]["decision"]["reviewer"] == "alice"
     assert call.pk not in waiting._waiters
+
+
+def test_a_decision_wakes_its_long_polls_as_it_commits_before_any_other_statement(
+    proposed, django_capture_on_commit_callbacks, monkeypatch
+):
+    """The wake-up's call ids are read inside the decision's transaction (the remote advancer's outbox): after the
+    commit the deciding process, maybe a busy one, publishes at once (before, it read them first)."""
+    agent, reviewer, call = proposed
+    woken: list[tuple[list[int], int]] = []
+    with django_capture_on_commit_callbacks() as after_commit:
+        services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+    with CaptureQueriesContext(connection) as statements:
+        monkeypatch.setattr(waiting, "wake", lambda call_ids: woken.append((call_ids, len(statements))))
+        for callback in after_commit:
+            callback()
+
+    assert woken == [([call.pk], 0)]
 
 
 @pytest.mark.django_db(transaction=True)

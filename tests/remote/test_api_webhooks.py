@@ -1,11 +1,13 @@
 """Webhooks: a decision is delivered signed as Standard Webhooks specifies, to checked targets, retried."""
 
 import json
+from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from prometheus_client import REGISTRY
 from standardwebhooks.webhooks import Webhook as Verifier
 
@@ -48,6 +50,34 @@ def test_a_decision_is_delivered_signed_and_verifies_with_standardwebhooks(
     assert headers["webhook-id"] == delivery.message_id
     delivery.refresh_from_db()
     assert delivery.status == "delivered" and delivery.last_status_code == 200
+
+
+def test_a_decisions_delivery_commits_with_it_and_is_sent_even_if_its_process_stops_at_the_commit(
+    hooked, reviewer, scheduled, django_capture_on_commit_callbacks
+):
+    """The delivery is made in the decision's transaction (the remote advancer's outbox), not after its commit by
+    the deciding process: one lost there (a restart, a kill) loses no webhook; the periodic pass sends it."""
+    agent, _ = hooked
+    call = ToolCall.objects.get(pk=agent.propose()["id"])
+    with django_capture_on_commit_callbacks(execute=False):  # the process stops as the decision commits
+        services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+
+    delivery = WebhookDelivery.objects.get(tool_call=call)  # made after the commit, before: DoesNotExist
+    assert delivery.payload["data"]["status"] == "approved" and delivery.status == "pending"
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now() - timedelta(minutes=2))
+    assert tasks.deliver_due() == 1 and scheduled[-1] == (delivery.pk, 0)
+
+
+def test_a_decision_reads_the_calls_declared_tool_once(hooked, reviewer, django_capture_on_commit_callbacks):
+    """Checked, described, audited and logged after the commit: the declaration is read once and kept on the call
+    (it read it four times: three in the decision's transaction, one after it, before the agent was woken)."""
+    agent, _ = hooked
+    call = ToolCall.objects.get(pk=agent.propose()["id"])
+    with CaptureQueriesContext(connection) as queries, django_capture_on_commit_callbacks(execute=True):
+        services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+
+    reads = [q["sql"] for q in queries.captured_queries if q["sql"].startswith('SELECT "remote_remotecall"."tool_id"')]
+    assert len(reads) == 1, reads
 
 
 def test_a_tampered_delivery_does_not_verify(hooked, receiver, reviewer, scheduled, django_capture_on_commit_callbacks):
