@@ -19,6 +19,11 @@ each beside the load average.
 waiting on a review does, even when its next proposal is due: beyond what the machine answers, an answer comes
 after the agent's next proposal was due, and without it no agent long-polls at all.
 
+--processes K: the agents in K processes of their own (bench/fleet_processes.py), not all in this process's
+event loop, whose lateness is in every time an agent stamps; this process keeps the reviewer's socket, the decider
+and the webhook receiver, and the decider approves every Kth pushed call (--decide-every) without waiting for its
+agent's answer.
+
 --floor: the same stack, bench and figures, with POST /api/v1/calls and GET /api/v1/calls/{id} served by bare
 Django views in the uvicorn workers (bench/floor: the token checked, one INSERT; one SELECT, a wait that runs out):
 the floor under ReviewHub's rules. Nothing is pushed, decided or delivered there: those figures have no samples.
@@ -41,6 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import agents_waiting as waiting  # noqa: E402
+from bench import fleet_processes  # noqa: E402
 from bench.agents_waiting import TOOL, Round, summary, webhook_path  # noqa: E402
 from bench.machine import Machine, postmaster_pid, rss_line, uvicorn_workers  # noqa: E402
 
@@ -65,8 +71,22 @@ def parse_args():
     )
     parser.add_argument("--shared-client", action="store_true", help="one HTTP client (and pool) for all agents")
     parser.add_argument("--floor", action="store_true", help="proposals and reads by bare Django views (bench/floor)")
+    parser.add_argument("--processes", type=int, default=1, help="agent processes (bench/fleet_processes.py)")
     waiting.stack_arguments(parser)
     return parser.parse_args()
+
+
+class Pushes(dict):
+    """Call id → its first push; the ids also in the order they came, for a decider not told of the answers."""
+
+    def __init__(self):
+        super().__init__()
+        self.new: collections.deque[int] = collections.deque()
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self.new.append(key)
+        return super().setdefault(key, default)
 
 
 class Fleet(Round):
@@ -74,6 +94,7 @@ class Fleet(Round):
 
     def __init__(self, decide_every: int, floor: bool = False):
         super().__init__()
+        self.pushed = Pushes()
         self.decide_every = decide_every
         self.floor = floor  # the floor's calls are rows of its own: none to decide, push or deliver
         self.statuses: collections.Counter = collections.Counter()  # "proposal 503", "poll 500", "poll ReadTimeout"
@@ -105,12 +126,12 @@ async def prepare(http, tokens: list[str], hook_url: str, hooked: int) -> None:
     await asyncio.gather(*(one(i, token) for i, token in enumerate(tokens)))
 
 
-async def agent_with_own_client(http, *rest) -> None:
+async def agent_with_own_client(base_url: str, *rest) -> None:
     """An agent with its own HTTP client, as an agent in a process of its own has (--shared-client: one for all,
     whose pool of thousands of connections costs this process more CPU at every request)."""
     import httpx
 
-    async with httpx.AsyncClient(base_url=str(http.base_url), timeout=90, trust_env=False, verify=TLS) as own:
+    async with httpx.AsyncClient(base_url=base_url, timeout=90, trust_env=False, verify=TLS) as own:
         await agent(own, *rest)
 
 
@@ -174,8 +195,9 @@ async def poll(http, headers, call_id: int, until: float, fleet: Fleet) -> None:
     fleet.left[call_id] = time.perf_counter()
 
 
-def decide_as_pushed(reviewer, fleet: Fleet, done: threading.Event) -> None:
-    """Approve each call to decide as soon as its push has arrived, stamping each commit."""
+def decide_as_pushed(reviewer, fleet: Fleet, done: threading.Event, by_push: bool = False) -> None:
+    """Approve each call to decide as soon as its push has arrived, stamping each commit (`by_push`: every Kth
+    call pushed, not every Kth answered to an agent of this process)."""
     from django.db import connection, transaction
 
     from approvals import services
@@ -183,6 +205,9 @@ def decide_as_pushed(reviewer, fleet: Fleet, done: threading.Event) -> None:
 
     try:
         while not done.is_set() or fleet.to_decide - set(fleet.committed):
+            while by_push and fleet.pushed.new:  # --processes: the agents' answers are in their processes
+                if (call_id := fleet.pushed.new.popleft()) % fleet.decide_every == 0:
+                    fleet.to_decide.add(call_id)
             ready = sorted(c for c in fleet.to_decide - set(fleet.committed) if c in fleet.pushed)
             for call_id in ready:
                 call = ToolCall.objects.get(pk=call_id)
@@ -210,7 +235,7 @@ async def watch_lag(fleet: Fleet) -> None:
 async def sample_rss(pids: list[int], fleet: Fleet, every: float, lines: list[str], start: float) -> None:
     while True:
         await asyncio.sleep(every)
-        lines.append(rss_line(f"{time.perf_counter() - start:.0f} s", pids, fleet.proposed))
+        lines.append(rss_line(f"{time.perf_counter() - start:.0f} s", pids, max(fleet.proposed, len(fleet.pushed))))
 
 
 async def run(args, port: int, people, receiver, server_pid: int) -> tuple[Fleet, list[str], Machine, float]:
@@ -231,14 +256,13 @@ async def run(args, port: int, people, receiver, server_pid: int) -> tuple[Fleet
         pids = uvicorn_workers(server_pid)
         lines = [rss_line("start", pids, 0)]
         machine = Machine(pids, await asyncio.to_thread(postmaster_pid))
-        start = time.perf_counter() + 1.0
+        start = time.perf_counter() + (1.0 if args.processes == 1 else 5.0)  # spawned processes take a moment
         sampler = asyncio.create_task(sample_rss(pids, fleet, args.sample_every, lines, start))
-        lag = asyncio.create_task(watch_lag(fleet))
-        decider = asyncio.create_task(asyncio.to_thread(decide_as_pushed, reviewer, fleet, done))
+        lag = asyncio.create_task(watch_lag(fleet if args.processes == 1 else Fleet(1)))  # else the agents' loops
+        by_push = args.processes > 1
+        decider = asyncio.create_task(asyncio.to_thread(decide_as_pushed, reviewer, fleet, done, by_push))
         stamp = time.strftime("%H%M%S")
-        run_agent = agent if args.shared_client else agent_with_own_client
-        agents = [run_agent(http, i, token, fleet, args, start, stamp, i < hooked) for i, token in enumerate(tokens)]
-        await asyncio.gather(*agents)
+        await run_agents(args, http, tokens, fleet, start, stamp, hooked)
         elapsed = max(fleet.answered.values(), default=start) - start
         machine.stop()
         done.set()
@@ -250,6 +274,23 @@ async def run(args, port: int, people, receiver, server_pid: int) -> tuple[Fleet
         watcher.cancel()
         lag.cancel()
         return fleet, lines, machine, elapsed
+
+
+async def run_agents(args, http, tokens: list[str], fleet: Fleet, start: float, stamp: str, hooked: int) -> None:
+    if args.processes > 1:
+        shares = [
+            [(i, t, i < hooked) for i, t in enumerate(tokens) if i % args.processes == k] for k in range(args.processes)
+        ]
+        await asyncio.to_thread(fleet_processes.run_agents, args, str(http.base_url), shares, start, stamp, fleet)
+        return
+    if args.shared_client:
+        agents = [agent(http, i, token, fleet, args, start, stamp, i < hooked) for i, token in enumerate(tokens)]
+    else:
+        base = str(http.base_url)
+        agents = [
+            agent_with_own_client(base, i, t, fleet, args, start, stamp, i < hooked) for i, t in enumerate(tokens)
+        ]
+    await asyncio.gather(*agents)
 
 
 def report_asked_and_answered(args, fleet: Fleet, answered: int, elapsed: float) -> int:

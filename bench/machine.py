@@ -45,7 +45,8 @@ class Machine:
 
     def read(self) -> tuple[int, int, int, int]:
         workers = sum(sum(process_ticks(pid)[:2]) for pid in self.pids)
-        return workers, postgres_ticks(self.postmaster), sum(process_ticks(os.getpid())[:2]), machine_ticks()
+        # The bench: this process, and the agent processes it has ended (bench/fleet_processes.py).
+        return workers, postgres_ticks(self.postmaster), sum(process_ticks(os.getpid())), machine_ticks()
 
     def stop(self) -> None:
         self.end = self.read()
