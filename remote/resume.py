@@ -3,7 +3,8 @@ resumption seam (settings.REVIEWHUB_REMOTE_RESUME).
 
 `outbox` runs inside the decision's transaction: the webhook deliveries are made there, so they commit with it,
 and as it commits the agent's long-polls are woken and each delivery's task is published (remote/tasks.py), before
-anything else the deciding process does after its commit. `run_decided`, after the commit, marks the run running.
+any other statement of the deciding process after its commit (the audit observers' log line and counters, which
+read nothing, go first). `run_decided`, after the commit, marks the run running.
 Nothing here executes anything: the agent does, after claiming the call.
 """
 
