@@ -11,11 +11,9 @@ bench's process keeps the reviewer's socket, the decider and the webhook receive
 
 import asyncio
 import multiprocessing
-import time
 
-# What a process sends back: the Fleet fields its agents fill (bench/agents_fleet.py).
-STAMPS = ("sent", "answered", "returned", "polled", "left")
-SETS = ("to_decide", "hooked")
+# What a process sends back: the Fleet fields its agents fill (bench/agents_fleet.py), by how they are folded.
+UPDATED = ("sent", "answered", "returned", "polled", "left", "to_decide", "hooked")  # dicts of stamps, sets of ids
 COUNTS = ("proposed", "gets")
 LISTS = ("lags", "turned_away")
 
@@ -37,9 +35,7 @@ def run_agents(args, base_url: str, shares: list[list[tuple[int, str, bool]]], s
 
 
 def _fold(fleet, got: dict) -> None:
-    for name in STAMPS:
-        getattr(fleet, name).update(got[name])
-    for name in SETS:
+    for name in UPDATED:
         getattr(fleet, name).update(got[name])
     for name in COUNTS:
         setattr(fleet, name, getattr(fleet, name) + got[name])
@@ -64,5 +60,5 @@ def _process(args, base_url: str, share, start: float, stamp: str, pipe) -> None
         return fleet
 
     fleet = asyncio.run(agents())
-    got = {name: getattr(fleet, name) for name in (*STAMPS, *SETS, *COUNTS, *LISTS)}
-    pipe.send(got | {"statuses": dict(fleet.statuses), "ended": time.perf_counter()})
+    got = {name: getattr(fleet, name) for name in (*UPDATED, *COUNTS, *LISTS)}
+    pipe.send(got | {"statuses": dict(fleet.statuses)})
