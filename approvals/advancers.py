@@ -45,10 +45,11 @@ class Advancer:
     # resolve_tools(calls): tool_for_call() for many calls of its runs at once, each found set as its resolved_tool
     # (a page or a push showing a list of calls reads their tools in one query, not one per call).
     resolve_tools: Callable[[list], None] | None = None
-    # outbox(run_id): called inside the transaction that lets one of its runs go on (a decision, an expiry, a
-    # cancel), before its resume: what tells its agent and must commit with the change (a remote agent's webhook
-    # deliveries), so a process lost right after the commit loses none of it and the sending starts at the commit.
-    outbox: Callable[[int], Any] | None = None
+    # outbox(run_id, decided): called inside the transaction that lets one of its runs go on (a decision, an
+    # expiry, a cancel), before its resume: what tells its agent and must commit with the change (a remote agent's
+    # webhook deliveries), so a process lost right after the commit loses none of it and the sending starts at the
+    # commit. `decided`: the call that transaction decided, if one was (None: a cancel, a lease, a re-check).
+    outbox: Callable[[int, int | None], Any] | None = None
     note: str = ""  # what the run page says of its runs
 
     def resumer(self) -> Callable[..., None]:

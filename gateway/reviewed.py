@@ -110,7 +110,7 @@ async def _wait(ctx, call_id: int, until: float, statuses) -> ToolCall:
     """The call once its status leaves `statuses`, or as it is at `until`; progress sent all along."""
     step = min(settings.REVIEWHUB_MCP_PROGRESS_SECONDS, settings.REVIEWHUB_WAIT_RECHECK_SECONDS)
     started = last_progress = time.monotonic()
-    async with Waiter(call_id) as event:
+    async with Waiter(call_id) as waiter:
         while True:
             call = await db(services.call_read, call_id=call_id)
             now = time.monotonic()
@@ -120,9 +120,9 @@ async def _wait(ctx, call_id: int, until: float, statuses) -> ToolCall:
                 waited = int(now - started)
                 await ctx.session.report_progress(waited, None, f"Waiting for a reviewer ({waited} s)")
                 last_progress = now
-            event.clear()
+            waiter.event.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(event.wait(), timeout=max(0.05, min(step, until - now)))
+                await asyncio.wait_for(waiter.event.wait(), timeout=max(0.05, min(step, until - now)))
 
 
 def _changed_note(call: ToolCall) -> str:

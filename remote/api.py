@@ -9,6 +9,7 @@ import time
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
+from django.utils import timezone
 from ninja import NinjaAPI, Path, Query, Swagger
 
 from approvals import access
@@ -30,9 +31,9 @@ from .schemas import (
     WebhookIn,
     WebhookOut,
 )
-from .serialize import call_json
+from .serialize import call_json, call_url
 from .services.calls import agent_call, call_refusal
-from .unclaimed import approval_read
+from .unclaimed import approval_read, approval_read_stamp
 
 api = NinjaAPI(
     title="ReviewHub agent API",
@@ -107,9 +108,11 @@ def _decided_json(request, call_id: int) -> dict | None:
 async def call_get(request, call_id: int = CALL_ID, wait: float = Query(0, ge=0, le=60)):
     if wait > 0:
         deadline = time.monotonic() + wait
-        async with waiting.Waiter(call_id) as event:
+        async with waiting.Waiter(call_id) as waiter:
             while True:
-                event.clear()  # before the read: a wake-up during it makes the wait below return at once
+                waiter.event.clear()  # before the read: a wake-up during it makes the wait below return at once
+                if waiter.answer is not None:  # the decision's wake-up told the call as its commit left it
+                    return await _told(request, call_id, waiter.answer)
                 if (decided := await sync_to_async(_decided_json)(request, call_id)) is not None:
                     return decided
                 left = deadline - time.monotonic()
@@ -117,7 +120,7 @@ async def call_get(request, call_id: int = CALL_ID, wait: float = Query(0, ge=0,
                     break
                 try:  # woken by a decision, or by the process's re-check: read it again
                     async with slots.released():  # others' requests go on meanwhile (runtime/slots.py)
-                        await _wait_for(event, left)
+                        await _wait_for(waiter.event, left)
                 except TimeoutError:
                     break  # the answer below reads it once more, decided or not
     return await sync_to_async(_call_out)(request, call_id)
@@ -125,6 +128,14 @@ async def call_get(request, call_id: int = CALL_ID, wait: float = Query(0, ge=0,
 
 async def _wait_for(event, timeout: float) -> None:
     await asyncio.wait_for(event.wait(), timeout)
+
+
+async def _told(request, call_id: int, answer: dict) -> dict:
+    """The call as the decision's wake-up told it (remote/resume.outbox), with no read: equal to a GET after that
+    commit. The read of an approval is noted as `_answer` notes it (remote/unclaimed.py), in one statement."""
+    if answer["status"] == ToolCall.Status.APPROVED:
+        await sync_to_async(approval_read_stamp)(call_id, timezone.now())
+    return {**answer, "url": call_url(call_id, request)}
 
 
 def _call_out(request, call_id: int) -> dict:

@@ -23,13 +23,23 @@ from .serialize import call_json
 DECIDED = "call.decided"  # the deliveries' event type
 
 
-def outbox(run_id: int) -> None:
+def outbox(run_id: int, decided: int | None = None) -> None:
     """The remote advancer's outbox (approvals/advancers.py), in the transaction that lets the run go on: its
-    decided calls' long-polls woken as it commits, their webhook deliveries made in it (and sent as it commits)."""
-    decided = ToolCall.objects.filter(run_id=run_id).exclude(status=ToolCall.Status.PENDING)
-    calls = list(decided.values_list("pk", flat=True))
-    transaction.on_commit(lambda: waiting.wake(calls))
+    decided calls' long-polls woken as it commits, their webhook deliveries made in it (and sent as it commits).
+    `decided`: the call this transaction decided, told to its long-polls as the commit leaves it (_told)."""
+    finished = ToolCall.objects.filter(run_id=run_id).exclude(status=ToolCall.Status.PENDING)
+    calls = list(finished.values_list("pk", flat=True))
+    answers = _told(decided) if decided in calls else {}
+    transaction.on_commit(lambda: waiting.wake(calls, answers))
     deliveries_enqueue(run_id)
+
+
+def _told(call_id: int) -> dict:
+    """The decided call as its agent will read it once this transaction commits (the url made by each
+    long-poll for its own request): in two statements, the call with its declared tool, its decisions."""
+    calls = ToolCall.objects.select_related("remote__tool").prefetch_related(ToolCall.decisions_prefetch())
+    call = calls.filter(pk=call_id).first()
+    return {str(call_id): call_json(call)} if call is not None else {}
 
 
 def run_decided(run_id: int, *, approved: bool = False) -> None:

@@ -51,8 +51,9 @@ def result_json(call: ToolCall) -> dict | None:
     return {"ok": remote.reported_ok, "output": remote.reported_output, "reported_at": remote.reported_at.isoformat()}
 
 
-def call_url(call: ToolCall, request=None) -> str:
-    path = reverse("approvals:call", args=[call.pk])
+def call_url(call: ToolCall | int, request=None) -> str:
+    """The call's page for its reviewers (a call or its id), absolute: from the request, else the public URL."""
+    path = reverse("approvals:call", args=[call if isinstance(call, int) else call.pk])
     if request is not None:
         return request.build_absolute_uri(path)
     return settings.REVIEWHUB_PUBLIC_URL.rstrip("/") + path

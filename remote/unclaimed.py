@@ -28,8 +28,15 @@ def approval_read(call: ToolCall) -> None:
     read_at = call.remote.approval_read_at
     if read_at is not None and (call.claimed_at is None or read_at >= call.claimed_at):
         return
+    approval_read_stamp(call.pk, timezone.now())
+
+
+def approval_read_stamp(call_id: int, read_at: datetime) -> None:
+    """The approved call's agent read it at `read_at`: stamped if it is the first read since its last claim, in
+    one statement and without a read (a long-poll told the decision answers with none: remote/api.py)."""
     since_claim = Q(approval_read_at__isnull=True) | Q(approval_read_at__lt=F("tool_call__claimed_at"))
-    RemoteCall.objects.filter(since_claim, pk=call.pk).update(approval_read_at=timezone.now())
+    approved = Q(tool_call__status=ToolCall.Status.APPROVED)
+    RemoteCall.objects.filter(since_claim, approved, pk=call_id).update(approval_read_at=read_at)
 
 
 def unclaimed_calls(*, now: datetime | None = None) -> QuerySet[RemoteCall]:

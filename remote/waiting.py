@@ -1,8 +1,10 @@
 """Long-polls: a GET with ?wait= returns the moment a decision on its call commits.
 
-Each waiting request holds an asyncio.Event in its process. A decision wakes the waiters of its
+Each waiting request holds a Waiter (an asyncio.Event) in its process. A decision wakes the waiters of its
 calls after the commit: in the embedded default directly (one process); with REDIS_URL through a
-Redis pub/sub channel that one listener per process reads, so every ASGI process wakes its own.
+Redis pub/sub channel that one listener per process reads, so every ASGI process wakes its own. The wake-up
+of a decision tells its call as the decision's transaction left it (remote/resume.outbox): the long-poll it
+wakes answers that, with no read of its own. A call woken without it (a cancel, the re-check below) is read.
 Every REVIEWHUB_WAIT_RECHECK_SECONDS one task per process reads, in one query, which of the calls its
 long-polls wait on are no longer pending, and wakes those: a lost wake-up costs at most that long, never a
 missed decision, and a hundred waiting agents cost one query per interval, not a hundred (each with a new
@@ -25,26 +27,37 @@ log = logging.getLogger(__name__)
 CHANNEL = "reviewhub:calls-decided"
 
 _lock = threading.Lock()
-_waiters: dict[int, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = defaultdict(set)
+_waiters: dict[int, set["Waiter"]] = defaultdict(set)
 _listeners: dict[asyncio.AbstractEventLoop, asyncio.Task] = {}
 _checkers: dict[asyncio.AbstractEventLoop, asyncio.Task] = {}
 _publisher = None
 
 
-def _wake_here(call_ids) -> None:
+def _wake_here(call_ids, answers: dict | None = None) -> None:
+    """Wake this process's waiters of these calls, each told its call's answer if `answers` has it (by str(id))."""
+    answers = answers or {}
     with _lock:
-        found = [waiter for call_id in call_ids for waiter in _waiters.get(int(call_id), ())]
-    for loop, event in found:
+        found = [(waiter, answers.get(str(id_))) for id_ in call_ids for waiter in _waiters.get(int(id_), ())]
+    for waiter, answer in found:
         with contextlib.suppress(RuntimeError):  # that loop has closed: its request is gone
-            loop.call_soon_threadsafe(event.set)
+            waiter.loop.call_soon_threadsafe(waiter.woken, answer)
 
 
-def wake(call_ids: list[int]) -> None:
-    """Tell every waiter of these calls, in any process, to read them again (after a commit)."""
+def _message(data) -> tuple[list, dict | None]:
+    """A wake-up as published: {"calls": [...], "answers": {...}}, or a bare list of ids (the version before's,
+    still published by a process not yet upgraded in a rolling deploy)."""
+    if isinstance(data, list):
+        return data, None
+    return data["calls"], data.get("answers")
+
+
+def wake(call_ids: list[int], answers: dict | None = None) -> None:
+    """Tell every waiter of these calls, in any process, that they changed (after a commit): with `answers`
+    ({str(id): the call as its agent reads it}), what they changed to; else they read them again."""
     if not call_ids:
         return
     if not settings.REDIS_URL:
-        _wake_here(call_ids)
+        _wake_here(call_ids, answers)
         return
     global _publisher
     try:
@@ -52,10 +65,10 @@ def wake(call_ids: list[int]) -> None:
             import redis
 
             _publisher = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5)
-        _publisher.publish(CHANNEL, json.dumps(call_ids))
+        _publisher.publish(CHANNEL, json.dumps({"calls": call_ids, "answers": answers or {}}))
     except Exception as exc:  # the waiters' re-check reads the decision anyway
         log.warning("could not publish a wake-up: %s", exc)
-        _wake_here(call_ids)
+        _wake_here(call_ids, answers)
 
 
 async def _listen() -> None:
@@ -67,7 +80,7 @@ async def _listen() -> None:
         await pubsub.subscribe(CHANNEL)
         async for message in pubsub.listen():
             if message.get("type") == "message":
-                _wake_here(json.loads(message["data"]))
+                _wake_here(*_message(json.loads(message["data"])))
     finally:
         await pubsub.aclose()
         await client.aclose()
@@ -85,7 +98,7 @@ def _keep_running(tasks: dict[asyncio.AbstractEventLoop, asyncio.Task], loop: as
 
 def _waited_on(loop: asyncio.AbstractEventLoop) -> list[int]:
     with _lock:
-        return [call_id for call_id, waiters in _waiters.items() if any(other is loop for other, _ in waiters)]
+        return [call_id for call_id, waiters in _waiters.items() if any(waiter.loop is loop for waiter in waiters)]
 
 
 def decided_among(call_ids: list[int]) -> list[int]:
@@ -114,25 +127,34 @@ async def _recheck(loop: asyncio.AbstractEventLoop) -> None:
 
 
 class Waiter:
-    """`async with Waiter(call_id) as event:` registers before the first read, so no wake-up falls between."""
+    """`async with Waiter(call_id) as waiter:` registers before the first read, so no wake-up falls between.
+    `waiter.event` is set when the call changed; `waiter.answer` is then the call as the decision's commit left
+    it, if the wake-up told it (else None: read it)."""
 
     def __init__(self, call_id: int):
         self.call_id = call_id
         self.loop = asyncio.get_running_loop()
         self.event = asyncio.Event()
+        self.answer: dict | None = None
 
-    async def __aenter__(self) -> asyncio.Event:
+    def woken(self, answer: dict | None = None) -> None:
+        """In its loop: the call changed (a later wake-up without an answer keeps the one told)."""
+        if answer is not None:
+            self.answer = answer
+        self.event.set()
+
+    async def __aenter__(self) -> "Waiter":
         if settings.REDIS_URL:
             _keep_running(_listeners, self.loop, _listen)
         with _lock:
-            _waiters[self.call_id].add((self.loop, self.event))
+            _waiters[self.call_id].add(self)
         _keep_running(_checkers, self.loop, lambda: _recheck(self.loop))
-        return self.event
+        return self
 
     async def __aexit__(self, *exc) -> None:
         with _lock:
             waiters = _waiters.get(self.call_id)
             if waiters is not None:
-                waiters.discard((self.loop, self.event))
+                waiters.discard(self)
                 if not waiters:
                     del _waiters[self.call_id]

@@ -36,6 +36,8 @@ from django.core.handlers.base import BaseHandler
 from django.test.utils import override_settings
 from django.urls import Resolver404, get_resolver, get_urlconf
 
+from runtime.inloop import in_loop
+
 API_PREFIX = "/api/"
 
 
@@ -63,7 +65,7 @@ class Handler(ASGIHandler):
         super().__init__()
         self.sync_handler = chain(settings.MIDDLEWARE, is_async=False)
         self.api_sync_handler = chain(settings.API_MIDDLEWARE, is_async=False)
-        self.api_async_handler = chain(settings.API_MIDDLEWARE, is_async=True)
+        self.api_async_handler = chain(in_loop(settings.API_MIDDLEWARE), is_async=True)  # runtime/inloop.py
 
     async def get_response_async(self, request):
         path = request.path_info

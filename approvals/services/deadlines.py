@@ -102,7 +102,7 @@ def _reject_overdue(call: ToolCall, reason: str) -> Decision:
         record_output(call=call, output=f"Rejected by the system: {reason}. Nothing was done.")
     shadow_settle(call=call, verdict=Decision.Verdict.EXPIRE)
     live.call_changed(call.pk)
-    request_resume(call.run_id)
+    request_resume(call.run_id, decided=call.pk)
     return decision
 
 

@@ -225,7 +225,7 @@ def _apply(call: ToolCall, decision: Decision, approval: _Approval | None) -> No
         calls.update(**approval.changes, **UNCLAIM)
     if decision.final:
         shadow_settle(call=call, verdict=decision.verdict)
-        request_resume(call.run_id, approved=approval is not None)
+        request_resume(call.run_id, approved=approval is not None, decided=call.pk)
     live.call_changed(call.pk)
 
 

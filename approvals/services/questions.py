@@ -183,6 +183,6 @@ def toolcall_answer(*, call_id: int, reviewer: User, shown_hash: str, answer) ->
         ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.EXECUTED, executed_at=now, **UNCLAIM)
         record_output(call=call, output=output)
         shadow_settle(call=call, verdict=decision.verdict)
-        request_resume(call.run_id)
+        request_resume(call.run_id, decided=call.pk)
         live.call_changed(call.pk)
     return decision

@@ -23,14 +23,15 @@ def turn_lease() -> timedelta:
     return timedelta(seconds=settings.TURN_LEASE_SECONDS)
 
 
-def request_resume(run_id: int, *, approved: bool = False) -> None:
+def request_resume(run_id: int, *, approved: bool = False, decided: int | None = None) -> None:
     """Ask whoever advances this run to take it further, once the transaction commits: its advancer's resume
     (approvals/advancers.py: the local agent loop, REVIEWHUB_RESUME; for a run a remote agent advances, whatever
     tells that agent; for an AG-UI agent's, what resumes it). Never two.
 
     `approved`: this transaction approved one of the run's calls to run, so the resumption need not ask
     the database whether there is one (the seam's callables take it as a keyword). Its advancer's outbox, if it
-    has one, is written first, in the caller's transaction."""
+    has one, is written first, in the caller's transaction; `decided` names the call this transaction decided,
+    which the outbox may tell as it is (a remote agent's long-polls answer it without a read)."""
     if planted.is_practice_run(run_id):  # never advanced: it ends once nothing in it waits (approvals/planted.py)
         planted.finish_run(run_id)
         return
@@ -38,7 +39,7 @@ def request_resume(run_id: int, *, approved: bool = False) -> None:
     advancer = advancer_for(advanced_by or "")  # a run that is gone: nobody's
     if advancer.outbox is not None:  # what tells its agent, in this transaction (approvals/advancers.py)
         with transaction.atomic(savepoint=False):
-            advancer.outbox(run_id)
+            advancer.outbox(run_id, decided)
     resume = advancer.resumer()
     transaction.on_commit(lambda: resume(run_id, approved=approved))
 

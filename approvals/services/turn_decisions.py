@@ -59,7 +59,7 @@ def turn_decide(*, call_id: int, reviewer: User, verdict: str, shown_hash: str, 
         }
         audit.record(AuditEvent.Kind.DECIDED, tool_call=call, actor=reviewer, payload=payload)
         ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.APPROVED, **UNCLAIM)
-        request_resume(call.run_id)
+        request_resume(call.run_id, decided=call.pk)
         live.call_changed(call.pk)
     return decision
 
@@ -73,7 +73,7 @@ def turn_expire(*, call: ToolCall, reason: str) -> Decision:
     audit.record(AuditEvent.Kind.EXPIRED, tool_call=call, payload={"reason": reason})
     live.call_changed(call.pk)
     if not call.run.advancer.calls_model:  # its agent hears "expired" and must not call its model; the run is its own
-        request_resume(call.run_id)
+        request_resume(call.run_id, decided=call.pk)
         return decision
     step = (call.arguments or {}).get("step")
     error = (

@@ -1,6 +1,7 @@
 """Long-polls: GET /api/v1/calls/{id}?wait= returns the moment a decision commits, whoever makes it."""
 
 import asyncio
+import json
 import threading
 
 import pytest
@@ -12,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from approvals import services
 from approvals.models import ToolCall
 from remote import api, waiting
+from remote.models import RemoteCall
 from tests.agentapi import PROPOSAL, AgentClient
 from tests.settings import reachable
 from tests.waiting import wait_for
@@ -85,11 +87,63 @@ def test_a_decision_wakes_its_long_polls_as_it_commits_before_any_other_statemen
     with django_capture_on_commit_callbacks() as after_commit:
         services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
     with CaptureQueriesContext(connection) as statements:
-        monkeypatch.setattr(waiting, "wake", lambda call_ids: woken.append((call_ids, len(statements))))
+        monkeypatch.setattr(waiting, "wake", lambda call_ids, answers: woken.append((call_ids, len(statements))))
         for callback in after_commit:
             callback()
 
     assert woken == [([call.pk], 0)]
+
+
+@pytest.fixture
+def reads(monkeypatch) -> list[int]:
+    """The ids of the calls the API reads for its answers, one entry a read."""
+    seen: list[int] = []
+    reread = api._reread
+    monkeypatch.setattr(api, "_reread", lambda request, call_id: seen.append(call_id) or reread(request, call_id))
+    return seen
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_woken_long_poll_answers_what_the_decision_told_without_reading_and_a_get_agrees(proposed, reads, polled):
+    """The decision's wake-up carries its call as the commit left it (remote/resume.outbox): the long-poll read
+    its call once, when it started, and never again; what it answers is what a GET reads after the commit."""
+    agent = proposed[0]
+    reviewer, call, answers, thread = polled
+    edited = {**call.arguments, "amount": 45}
+    services.toolcall_decide(
+        call_id=call.pk, reviewer=reviewer, verdict="edit", shown_hash=call.review_hash, arguments=edited
+    )
+    thread.join(90)
+
+    assert answers and reads == [call.pk]
+    told = answers[0]
+    assert told["status"] == "approved" and told["decision"]["arguments"] == edited
+    assert told["decision"]["changes"] == [{"field": "amount", "before": 490, "after": 45}]
+    assert told == agent.get(f"/calls/{call.pk}").json()  # execution key, url, reviewer, times: all the same
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_told_approval_is_noted_as_read_by_its_agent(polled):
+    """A long-poll answered from the wake-up still notes the agent's read of the approval (remote/unclaimed.py):
+    an agent that reads it and never claims is flagged."""
+    reviewer, call, answers, thread = polled
+    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+    thread.join(90)
+
+    assert answers and answers[0]["status"] == "approved"
+    assert RemoteCall.objects.get(pk=call.pk).approval_read_at is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_told_rejection_is_not_noted_as_a_read_approval(polled):
+    reviewer, call, answers, thread = polled
+    services.toolcall_decide(
+        call_id=call.pk, reviewer=reviewer, verdict="reject", shown_hash=call.review_hash, reason="too much"
+    )
+    thread.join(90)
+
+    assert answers and answers[0]["status"] == "rejected" and answers[0]["decision"]["reason"] == "too much"
+    assert RemoteCall.objects.get(pk=call.pk).approval_read_at is None
 
 
 @pytest.mark.django_db(transaction=True)
@@ -145,9 +199,9 @@ def test_with_redis_a_decision_wakes_the_long_poll_through_pub_sub(proposed, set
     agent, reviewer, call = proposed
     answers: list = []
 
-    def heard(call_ids):  # what the listener hears from Redis
-        published.append(list(call_ids))
-        original(call_ids)
+    def heard(call_ids, answers=None):  # what the listener hears from Redis
+        published.append((list(call_ids), answers))
+        original(call_ids, answers)
 
     waiting._wake_here = heard
     try:
@@ -160,7 +214,32 @@ def test_with_redis_a_decision_wakes_the_long_poll_through_pub_sub(proposed, set
         waiting._wake_here = original
 
     assert answers and answers[0]["status"] == "approved"
-    assert any(call.pk in ids for ids in published)  # it came through Redis, not from this process directly
+    # it came through Redis, not from this process directly, with the call as the decision left it
+    told = [answers for ids, answers in published if call.pk in ids]
+    assert told and told[0][str(call.pk)]["status"] == "approved"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_redis_a_wake_up_as_the_version_before_published_it_still_wakes(proposed, settings):
+    """A bare list of ids, as a process not yet upgraded publishes it in a rolling deploy: the listener wakes the
+    long-poll, which reads its call (without it the listener died, and the poll waited for the re-check)."""
+    if not reachable("127.0.0.1", 6379):
+        pytest.skip("Redis is not reachable on 127.0.0.1:6379: this test needs it.")
+    import redis
+
+    settings.REDIS_URL = settings.REDIS_TEST_URL
+    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120
+    agent, reviewer, call = proposed
+    answers: list = []
+    thread = _poll_in_thread(agent.token, call.pk, answers)
+    assert wait_for(lambda: call.pk in waiting._waiters and waiting._listeners)
+    assert wait_for(lambda: _subscribed(settings.REDIS_TEST_URL)), "the listener never subscribed"
+    ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.CANCELLED)  # changed with no wake-up
+    with redis.Redis.from_url(settings.REDIS_TEST_URL) as client:
+        client.publish(waiting.CHANNEL, json.dumps([call.pk]))
+    thread.join(30)  # the poll waits 60 s and the re-check 120: only that message ends it within this ceiling
+
+    assert answers and answers[0]["status"] == "cancelled"
 
 
 def _subscribed(url: str) -> bool:
@@ -194,7 +273,7 @@ def test_a_waiting_long_poll_holds_no_database_connection(require_postgres, prop
 @pytest.mark.django_db(transaction=True)
 def test_a_lost_wake_up_is_made_good_by_the_process_recheck(proposed, settings, monkeypatch):
     settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 0.3
-    monkeypatch.setattr(waiting, "wake", lambda call_ids: None)  # no decision wakes anyone
+    monkeypatch.setattr(waiting, "wake", lambda call_ids, answers=None: None)  # no decision wakes anyone
     agent, reviewer, call = proposed
     answers, thread = _waiting_poll(agent, call)
     services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
@@ -219,8 +298,8 @@ def test_one_recheck_reads_every_call_the_process_waits_on_and_wakes_only_the_de
 
     async def wait_on_all():
         async with waiting.Waiter(decided) as woken, waiting.Waiter(pending[0]) as a, waiting.Waiter(pending[1]) as b:
-            await asyncio.wait_for(woken.wait(), 20)
-            return a.is_set(), b.is_set()
+            await asyncio.wait_for(woken.event.wait(), 20)
+            return a.event.is_set(), b.event.is_set()
 
     assert asyncio.run(wait_on_all()) == (False, False)
     assert checked[0] == sorted([decided, *pending])  # one query for the three waiting calls

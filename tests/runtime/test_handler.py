@@ -13,6 +13,7 @@ from django.utils.module_loading import import_string
 
 from reviewhub.asgi import application
 from runtime.handler import view_is_async
+from runtime.inloop import InLoop
 
 
 @pytest.fixture
@@ -76,15 +77,26 @@ async def test_an_api_request_to_a_sync_view_runs_only_the_api_middleware_in_one
 
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
-async def test_the_long_poll_runs_only_the_api_middleware(caller, hops, middleware_run):
+async def test_the_long_poll_runs_only_the_api_middleware_with_its_hooks_in_the_event_loop(
+    caller, hops, middleware_run
+):
     answer = await _get(f"/api/v1/calls/{caller.call_id}?wait=0.01", Authorization=f"Bearer {caller.token}")
 
     assert answer.status_code == 200 and answer.json()["status"] == "pending"
     assert answer.headers["X-Frame-Options"] == "DENY" and "Content-Security-Policy" in answer.headers
-    assert middleware_run == _api_middleware()
-    # request_started; the middleware's 7 (security 2, common 2, X-Frame-Options 1, CSP 2); the token;
-    # the read when it starts and the one when its wait runs out; the response's close (the site's chain: 21)
-    assert len(hops) == 12
+    assert answer.headers["X-Content-Type-Options"] == "nosniff"  # SecurityMiddleware's
+    assert [base for kind in middleware_run for base in kind.__mro__ if base in _api_middleware()] == _api_middleware()
+    assert all(issubclass(kind, InLoop) for kind in middleware_run)  # runtime/inloop.py
+    # request_started; the token; the read when it starts and the one when its wait runs out; the response's
+    # close (with Django's MiddlewareMixin the middleware's 7 more: security 2, common 2, X-Frame-Options 1, CSP 2)
+    assert len(hops) == 5
+
+
+@pytest.mark.asyncio
+async def test_in_the_event_loop_the_api_middleware_still_refuses_a_host_not_allowed():
+    answer = await _get("/api/v1/calls/1?wait=1", Host="evil.example")
+
+    assert answer.status_code == 400  # CommonMiddleware's Host check, before the token is read
 
 
 def test_the_long_poll_is_the_async_view_and_the_others_are_not():
