@@ -4,11 +4,13 @@ Who may see what is approvals.access's (agent_calls, agent_tools); the services 
 """
 
 import asyncio
+import logging
 import time
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
+from django.http import HttpResponse
 from django.utils import timezone
 from ninja import NinjaAPI, Path, Query, Swagger
 
@@ -34,6 +36,8 @@ from .schemas import (
 from .serialize import call_json, call_url
 from .services.calls import agent_call, call_refusal
 from .unclaimed import approval_read, approval_read_stamp
+
+log = logging.getLogger(__name__)
 
 api = NinjaAPI(
     title="ReviewHub agent API",
@@ -105,14 +109,14 @@ def _decided_json(request, call_id: int) -> dict | None:
     auth=http.AsyncTokenAuth(),
     summary="A call; with wait, held until it is decided (at most 60 s)",
 )
-async def call_get(request, call_id: int = CALL_ID, wait: float = Query(0, ge=0, le=60)):
+async def call_get(request, response: HttpResponse, call_id: int = CALL_ID, wait: float = Query(0, ge=0, le=60)):
     if wait > 0:
         deadline = time.monotonic() + wait
         async with waiting.Waiter(call_id) as waiter:
             while True:
                 waiter.event.clear()  # before the read: a wake-up during it makes the wait below return at once
                 if waiter.answer is not None:  # the decision's wake-up told the call as its commit left it
-                    return await _told(request, call_id, waiter.answer)
+                    return _told(request, response, call_id, waiter.answer)
                 if (decided := await sync_to_async(_decided_json)(request, call_id)) is not None:
                     return decided
                 left = deadline - time.monotonic()
@@ -130,12 +134,27 @@ async def _wait_for(event, timeout: float) -> None:
     await asyncio.wait_for(event.wait(), timeout)
 
 
-async def _told(request, call_id: int, answer: dict) -> dict:
-    """The call as the decision's wake-up told it (remote/resume.outbox), with no read: equal to a GET after that
-    commit. The read of an approval is noted as `_answer` notes it (remote/unclaimed.py), in one statement."""
+def _told(request, response: HttpResponse, call_id: int, answer: dict) -> dict:
+    """The call as the decision's wake-up told it (remote/resume.outbox), with no read and no sync work: equal to
+    a GET after that commit, sent before the request has a slot again (runtime/slots.py). The read of an approval
+    is noted as `_answer` notes it (remote/unclaimed.py), stamped now, once the answer is sent: a claim the agent
+    makes meanwhile is later, so it still counts as this read's claim; an answer never sent is no read."""
     if answer["status"] == ToolCall.Status.APPROVED:
-        await sync_to_async(approval_read_stamp)(call_id, timezone.now())
+        _after_answer(response, _note_read, call_id, timezone.now())
     return {**answer, "url": call_url(call_id, request)}
+
+
+def _after_answer(response: HttpResponse, work, *args) -> None:
+    """`work(*args)` once the response is sent: Django's handlers call its close() then, on the request's thread,
+    and close() calls its resource closers (Django's own list: the one a FileResponse's file is closed by)."""
+    response._resource_closers.append(lambda: work(*args))  # type: ignore[attr-defined]
+
+
+def _note_read(call_id: int, read_at) -> None:
+    try:
+        approval_read_stamp(call_id, read_at)
+    except Exception:  # a closer's error is swallowed by Django: say it
+        log.exception("could not note the read of call %s's approval", call_id)
 
 
 def _call_out(request, call_id: int) -> dict:

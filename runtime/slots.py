@@ -17,11 +17,13 @@ push's p99 at 1.7-2.6 s after the proposal's answer, 4 at 0.9 s, 2 at 0.3-0.4 s,
 soonest: more threads only take turns at the GIL, and the event loop waits with them.
 
 A request that waits for something other than this process (a long-poll) gives its slot back while it waits
-(`async with released(): ...`) and takes one again, maybe another thread, before any request waiting for one:
-what it does after (a read and its answer) is short, and the agent waits for it. That needs its request to go
-through Django's async middleware chain (runtime/handler.py: an async view's do, a sync view's run the sync
-chain in one hop) with every middleware able to run async (reviewhub/staticfiles.py): below a sync-only one,
-Django runs the request from a thread it holds to the end.
+(`async with released(): ...`) and takes one again, maybe another thread, for its next sync work, before any
+request waiting for one: what it does after (a read and its answer) is short, and the agent waits for it. One
+told its answer by the decision (remote/api.py) does none before it answers: only Django's close of its response
+waits for a slot, after the answer is sent (decision → long-poll p99 at 1,000 agents, bench/README.md).
+That needs its request to go through Django's async middleware chain (runtime/handler.py: an async view's do,
+a sync view's run the sync chain in one hop) with every middleware able to run async
+(reviewhub/staticfiles.py): below a sync-only one, Django runs the request from a thread it holds to the end.
 
 A read (GET, HEAD) waiting for a slot is given one before any write waiting (POST, PUT, ...), in the order the
 reads came: a long-poll's first read, an agent's look at its call's decision, a reviewer's page. While a fleet
@@ -119,11 +121,16 @@ class _Pool:
 
 
 class _Slot(Executor):
-    """The executor a request's sync code runs on: the thread of the slot it holds now."""
+    """The executor a request's sync code runs on: the thread of the slot it holds now. After a `released()`
+    block the request holds none until its next sync work, which first takes one (Turn.WOKEN): a long-poll
+    answered from its wake-up (remote/api.py) sends its answer before, and only Django's close of its response
+    waits for a slot."""
 
     def __init__(self, pool: _Pool):
         self.pool = pool
         self.thread: ThreadPoolExecutor | None = None
+        self.waiting = False  # in a released() block: no sync work may run
+        self.retaking: asyncio.Task | None = None
 
     async def take(self, turn: Turn) -> None:
         self.thread = await self.pool.take(turn)
@@ -133,10 +140,39 @@ class _Slot(Executor):
             self.pool.give(self.thread)
             self.thread = None
 
+    def end(self) -> None:
+        """The request is over: a slot it was still waiting for is not taken, the one it holds is given back."""
+        if self.retaking is not None:
+            self.retaking.cancel()  # pool.take gives back a thread handed to it as it was cancelled
+        self.give_back()
+
     def submit(self, fn, /, *args, **kwargs) -> Future:
-        if self.thread is None:
+        if self.thread is not None:
+            return self.thread.submit(fn, *args, **kwargs)
+        if self.waiting:
             raise RuntimeError("sync work in a request that gave its slot back")
-        return self.thread.submit(fn, *args, **kwargs)
+        # Called in the event loop (asyncio's run_in_executor): this work runs once the request has a slot again.
+        if self.retaking is None:
+            self.retaking = asyncio.get_running_loop().create_task(self.take(Turn.WOKEN))
+        done: Future = Future()
+        self.retaking.add_done_callback(lambda retake: self._run_after(retake, done, fn, args, kwargs))
+        return done
+
+    def _run_after(self, retake: asyncio.Task, done: Future, fn, args, kwargs) -> None:
+        """In the event loop, once the slot is taken again (or not: the request ended): run `fn` there into `done`."""
+        if self.retaking is retake:
+            self.retaking = None
+        if retake.cancelled() or self.thread is None:
+            done.cancel()  # the request ended before it had a slot again: `fn` never runs
+        elif done.set_running_or_notify_cancel():  # else its awaiter was cancelled meanwhile: nothing to run
+            self.thread.submit(fn, *args, **kwargs).add_done_callback(lambda ran: _copy(ran, done))
+
+
+def _copy(ran: Future, done: Future) -> None:
+    if (error := ran.exception()) is not None:
+        done.set_exception(error)
+    else:
+        done.set_result(ran.result())
 
 
 _slot: contextvars.ContextVar[_Slot | None] = contextvars.ContextVar("web_request_slot", default=None)
@@ -164,7 +200,7 @@ def limited(app):
                 return await app(scope, receive, send)
         finally:
             _slot.reset(token)
-            slot.give_back()
+            slot.end()
 
     return limited_app
 
@@ -178,14 +214,15 @@ async def close_connections() -> None:
 
 @contextlib.asynccontextmanager
 async def released():
-    """The request's slot given back for this block, and one taken again after it (outside a limited app:
-    nothing). No sync work in the block: it has no thread."""
+    """The request's slot given back for this block, and one taken again for its next sync work after it, before
+    any request waiting for one (outside a limited app: nothing). No sync work in the block: it has no thread."""
     slot = _slot.get()
     if slot is None or slot.thread is None:
         yield
         return
     slot.give_back()
+    slot.waiting = True
     try:
         yield
     finally:
-        await slot.take(Turn.WOKEN)
+        slot.waiting = False

@@ -335,3 +335,46 @@ async def test_through_the_asgi_app_a_waiting_long_poll_holds_no_request_slot(pr
         finally:
             await sync_to_async(connections.close_all)()  # asgiref's thread's, before the database is dropped
         assert (await asyncio.wait_for(poll, 30)).json()["status"] == "approved"
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_through_the_asgi_app_a_told_approval_is_answered_then_noted_as_read_when_answered(
+    proposed, reads, settings
+):
+    """The woken long-poll reads nothing: its answer goes out with no slot (runtime/slots.py), and the read of
+    the approval is noted after, stamped with the time of the answer (remote/api._told)."""
+    import httpx
+    from asgiref.sync import sync_to_async
+    from django.utils import timezone
+
+    from reviewhub.asgi import application
+
+    settings.WEB_REQUEST_SLOTS = 1
+    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120
+    agent, reviewer, call = proposed
+    headers = {"Authorization": f"Bearer {agent.token}"}
+    transport = httpx.ASGITransport(app=application)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver", headers=headers) as http:
+        poll = asyncio.create_task(http.get(f"/api/v1/calls/{call.pk}", params={"wait": 60}, timeout=90))
+        deadline = asyncio.get_running_loop().time() + 30
+        while call.pk not in waiting._waiters:
+            assert asyncio.get_running_loop().time() < deadline, "the long-poll never started waiting"
+            await asyncio.sleep(0.01)
+        try:
+            await sync_to_async(services.toolcall_decide)(
+                call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash
+            )
+            answer = await asyncio.wait_for(poll, 30)
+            answered = timezone.now()
+            read_at = None
+            while read_at is None:
+                assert asyncio.get_running_loop().time() < deadline + 30, "the read was never noted"
+                await asyncio.sleep(0.01)
+                remote = await RemoteCall.objects.aget(pk=call.pk)
+                read_at = remote.approval_read_at
+        finally:
+            await sync_to_async(connections.close_all)()  # asgiref's thread's, before the database is dropped
+
+    assert answer.json()["status"] == "approved" and reads == [call.pk]  # its first read, when it started
+    assert read_at <= answered

@@ -3,6 +3,7 @@
 import asyncio
 
 import pytest
+from asgiref.sync import sync_to_async
 
 from runtime import slots
 
@@ -121,11 +122,12 @@ async def test_a_request_done_waiting_takes_the_next_slot_before_requests_that_w
 
     async def app(scope, receive, send):
         name = scope["path"]
-        if name == "a":  # a long-poll: waits for its decision without a slot, then reads
+        if name == "a":  # a long-poll: waits for its decision without a slot, then reads (sync work)
             async with slots.released():
                 await events["decided"].wait()
-        else:
-            await events[name].wait()
+            await sync_to_async(order.append)(name)
+            return
+        await events[name].wait()
         order.append(name)
 
     a = request(app, "a")
@@ -141,6 +143,61 @@ async def test_a_request_done_waiting_takes_the_next_slot_before_requests_that_w
     await asyncio.wait_for(asyncio.gather(a, b, c), 30)
 
     assert order == ["b", "a", "c"]
+
+
+async def test_a_request_done_waiting_with_no_sync_work_left_needs_no_slot(settings):
+    """A long-poll told its answer by the decision (remote/api.py) answers while another request holds the slot."""
+    settings.WEB_REQUEST_SLOTS = 1
+    decided, busy_done = asyncio.Event(), asyncio.Event()
+    order: list[str] = []
+
+    async def app(scope, receive, send):
+        if scope["path"] == "poll":
+            async with slots.released():
+                await decided.wait()
+        else:
+            await busy_done.wait()
+        order.append(scope["path"])
+
+    poll = request(app, "poll", method="GET")
+    await asyncio.sleep(0.01)
+    busy = request(app, "busy")  # holds the one slot until the poll has answered
+    await asyncio.sleep(0.01)
+    decided.set()
+    await asyncio.wait_for(poll, 30)
+    busy_done.set()
+    await asyncio.wait_for(busy, 30)
+
+    assert order == ["poll", "busy"]
+
+
+async def test_a_request_that_ends_while_waiting_for_a_slot_again_leaves_none_taken(settings):
+    settings.WEB_REQUEST_SLOTS = 1
+    decided, busy_done = asyncio.Event(), asyncio.Event()
+    ran: list[str] = []
+
+    async def app(scope, receive, send):
+        if scope["path"] == "poll":
+            async with slots.released():
+                await decided.wait()
+            await sync_to_async(ran.append)("poll")  # waits for the slot the busy request holds
+        else:
+            await busy_done.wait()
+            ran.append(scope["path"])
+
+    poll = request(app, "poll", method="GET")
+    await asyncio.sleep(0.01)
+    busy = request(app, "busy")
+    await asyncio.sleep(0.01)
+    decided.set()
+    await asyncio.sleep(0.05)
+    poll.cancel()  # its client went away
+    busy_done.set()
+    await asyncio.wait_for(busy, 30)
+    await asyncio.wait_for(request(app, "after"), 30)  # had the ended request kept a slot, this would wait on
+
+    assert ran == ["busy", "after"] and poll.cancelled()
+    assert len(slots._pools[asyncio.get_running_loop()].idle) == 1
 
 
 async def test_a_read_waiting_for_a_slot_gets_one_before_the_writes_waiting_before_it(settings):
