@@ -115,18 +115,20 @@ async def call_get(request, response: HttpResponse, call_id: int = CALL_ID, wait
         async with waiting.Waiter(call_id) as waiter:
             while True:
                 waiter.event.clear()  # before the read: a wake-up during it makes the wait below return at once
-                if waiter.answer is not None:  # the decision's wake-up told the call as its commit left it
-                    return _told(request, response, call_id, waiter.answer)
                 if (decided := await sync_to_async(_decided_json)(request, call_id)) is not None:
                     return decided
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
-                try:  # woken by a decision, or by the process's re-check: read it again
+                try:  # woken by a decision, or by the process's re-check
                     async with slots.released():  # others' requests go on meanwhile (runtime/slots.py)
                         await _wait_for(waiter.event, left)
                 except TimeoutError:
                     break  # the answer below reads it once more, decided or not
+                # Told only after a read showed this agent its call (agent_call: who may see it): a call of
+                # another agent's is a 404 before any wake-up is answered.
+                if waiter.answer is not None:  # the decision's wake-up told the call as its commit left it
+                    return _told(request, response, call_id, waiter.answer)
     return await sync_to_async(_call_out)(request, call_id)
 
 

@@ -123,6 +123,24 @@ def test_a_woken_long_poll_answers_what_the_decision_told_without_reading_and_a_
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_wake_up_telling_another_agents_call_is_never_answered_to_an_agent_that_may_not_see_it(proposed, monkeypatch):
+    """The told answer goes to the long-polls waiting on that call id in the process: one of an agent that may not
+    see the call is refused by its first read (a 404, as if it did not exist), wake-up or not."""
+    call = proposed[2]
+    stranger = AgentClient("stranger")
+    reread = api._reread
+
+    def woken_meanwhile(request, call_id):  # the decision's wake-up lands while this read runs
+        waiting._wake_here([call_id], {str(call_id): {"status": "approved", "arguments": call.arguments}})
+        return reread(request, call_id)
+
+    monkeypatch.setattr(api, "_reread", woken_meanwhile)
+    answer = stranger.get(f"/calls/{call.pk}?wait=5")
+
+    assert answer.status_code == 404 and "arguments" not in answer.json()
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_told_approval_is_noted_as_read_by_its_agent(polled):
     """A long-poll answered from the wake-up still notes the agent's read of the approval (remote/unclaimed.py):
     an agent that reads it and never claims is flagged."""
