@@ -1,6 +1,7 @@
 """Long-polls: GET /api/v1/calls/{id}?wait= returns the moment a decision commits, whoever makes it."""
 
 import asyncio
+import contextlib
 import json
 import threading
 
@@ -323,26 +324,40 @@ def test_one_recheck_reads_every_call_the_process_waits_on_and_wakes_only_the_de
     assert checked[0] == sorted([decided, *pending])  # one query for the three waiting calls
 
 
-@pytest.mark.asyncio
-@pytest.mark.django_db(transaction=True)
-async def test_through_the_asgi_app_a_waiting_long_poll_holds_no_request_slot(proposed, settings):
-    """One slot (runtime/slots.py): had the waiting long-poll kept it, the proposal would wait for its 60 s."""
+@contextlib.asynccontextmanager
+async def _one_slot_asgi_client(token: str, settings):
+    """An HTTP client of the ASGI app with one request slot (runtime/slots.py), as this agent; no re-check."""
     import httpx
-    from asgiref.sync import sync_to_async
 
     from reviewhub.asgi import application
 
     settings.WEB_REQUEST_SLOTS = 1
     settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120
-    agent, reviewer, call = proposed
-    headers = {"Authorization": f"Bearer {agent.token}"}
+    headers = {"Authorization": f"Bearer {token}"}
     transport = httpx.ASGITransport(app=application)
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver", headers=headers) as http:
-        poll = asyncio.create_task(http.get(f"/api/v1/calls/{call.pk}", params={"wait": 60}, timeout=90))
-        deadline = asyncio.get_running_loop().time() + 30
-        while call.pk not in waiting._waiters:
-            assert asyncio.get_running_loop().time() < deadline, "the long-poll never started waiting"
-            await asyncio.sleep(0.01)
+        yield http
+
+
+async def _waiting_asgi_poll(http, call_id: int) -> asyncio.Task:
+    """A long-poll of 60 s on the call through the ASGI app, once it waits."""
+    poll = asyncio.create_task(http.get(f"/api/v1/calls/{call_id}", params={"wait": 60}, timeout=90))
+    deadline = asyncio.get_running_loop().time() + 30
+    while call_id not in waiting._waiters:
+        assert asyncio.get_running_loop().time() < deadline, "the long-poll never started waiting"
+        await asyncio.sleep(0.01)
+    return poll
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_through_the_asgi_app_a_waiting_long_poll_holds_no_request_slot(proposed, settings):
+    """One slot (runtime/slots.py): had the waiting long-poll kept it, the proposal would wait for its 60 s."""
+    from asgiref.sync import sync_to_async
+
+    agent, reviewer, call = proposed
+    async with _one_slot_asgi_client(agent.token, settings) as http:
+        poll = await _waiting_asgi_poll(http, call.pk)
         other = await http.post("/api/v1/calls", json=PROPOSAL | {"idempotency_key": "other"}, timeout=30)
         assert other.status_code == 201 and not poll.done()
 
@@ -362,32 +377,21 @@ async def test_through_the_asgi_app_a_told_approval_is_answered_then_noted_as_re
 ):
     """The woken long-poll reads nothing: its answer goes out with no slot (runtime/slots.py), and the read of
     the approval is noted after, stamped with the time of the answer (remote/api._told)."""
-    import httpx
     from asgiref.sync import sync_to_async
     from django.utils import timezone
 
-    from reviewhub.asgi import application
-
-    settings.WEB_REQUEST_SLOTS = 1
-    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120
     agent, reviewer, call = proposed
-    headers = {"Authorization": f"Bearer {agent.token}"}
-    transport = httpx.ASGITransport(app=application)
-    async with httpx.AsyncClient(transport=transport, base_url="http://testserver", headers=headers) as http:
-        poll = asyncio.create_task(http.get(f"/api/v1/calls/{call.pk}", params={"wait": 60}, timeout=90))
-        deadline = asyncio.get_running_loop().time() + 30
-        while call.pk not in waiting._waiters:
-            assert asyncio.get_running_loop().time() < deadline, "the long-poll never started waiting"
-            await asyncio.sleep(0.01)
+    async with _one_slot_asgi_client(agent.token, settings) as http:
+        poll = await _waiting_asgi_poll(http, call.pk)
         try:
             await sync_to_async(services.toolcall_decide)(
                 call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash
             )
             answer = await asyncio.wait_for(poll, 30)
             answered = timezone.now()
-            read_at = None
+            read_at, deadline = None, asyncio.get_running_loop().time() + 30
             while read_at is None:
-                assert asyncio.get_running_loop().time() < deadline + 30, "the read was never noted"
+                assert asyncio.get_running_loop().time() < deadline, "the read was never noted"
                 await asyncio.sleep(0.01)
                 remote = await RemoteCall.objects.aget(pk=call.pk)
                 read_at = remote.approval_read_at
