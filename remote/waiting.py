@@ -25,6 +25,9 @@ from django.db import connection
 log = logging.getLogger(__name__)
 
 CHANNEL = "reviewhub:calls-decided"
+# A wake-up telling calls larger than this (bytes of JSON: arguments of that size) tells only their ids: Redis
+# copies each message to every process's listener, and each long-poll can read its call instead.
+TOLD_AT_MOST = 64 * 1024
 
 _lock = threading.Lock()
 _waiters: dict[int, set["Waiter"]] = defaultdict(set)
@@ -65,10 +68,17 @@ def wake(call_ids: list[int], answers: dict | None = None) -> None:
             import redis
 
             _publisher = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5)
-        _publisher.publish(CHANNEL, json.dumps({"calls": call_ids, "answers": answers or {}}))
+        _publisher.publish(CHANNEL, _published(call_ids, answers))
     except Exception as exc:  # the waiters' re-check reads the decision anyway
         log.warning("could not publish a wake-up: %s", exc)
         _wake_here(call_ids, answers)
+
+
+def _published(call_ids: list[int], answers: dict | None) -> str:
+    message = json.dumps({"calls": call_ids, "answers": answers or {}})
+    if len(message) > TOLD_AT_MOST:
+        message = json.dumps({"calls": call_ids, "answers": {}})
+    return message
 
 
 async def _listen() -> None:

@@ -239,6 +239,25 @@ def test_with_redis_a_decision_wakes_the_long_poll_through_pub_sub(proposed, set
 
 
 @pytest.mark.django_db(transaction=True)
+def test_with_redis_a_call_too_large_to_tell_is_woken_by_its_id_and_read(proposed, reads, settings, monkeypatch):
+    if not reachable("127.0.0.1", 6379):
+        pytest.skip("Redis is not reachable on 127.0.0.1:6379: this test needs it.")
+    settings.REDIS_URL = settings.REDIS_TEST_URL
+    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120
+    monkeypatch.setattr(waiting, "TOLD_AT_MOST", 200)  # the message telling this refund is 761 bytes
+    agent, reviewer, call = proposed
+    answers: list = []
+    thread = _poll_in_thread(agent.token, call.pk, answers)
+    assert wait_for(lambda: call.pk in waiting._waiters and waiting._listeners)
+    assert wait_for(lambda: _subscribed(settings.REDIS_TEST_URL)), "the listener never subscribed"
+    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+    thread.join(30)  # the poll waits 60 s and the re-check 120: only the wake-up ends it within this ceiling
+
+    assert answers and answers[0]["status"] == "approved"
+    assert reads == [call.pk, call.pk]  # when it started, and once woken: it was not told
+
+
+@pytest.mark.django_db(transaction=True)
 def test_with_redis_a_wake_up_as_the_version_before_published_it_still_wakes(proposed, settings):
     """A bare list of ids, as a process not yet upgraded publishes it in a rolling deploy: the listener wakes the
     long-poll, which reads its call (without it the listener died, and the poll waited for the re-check)."""
