@@ -207,30 +207,34 @@ def test_a_long_poll_that_times_out_reads_its_call_when_it_starts_and_once_more_
     assert answer["status"] == "pending" and reads == [call["id"], call["id"]]
 
 
-@pytest.mark.django_db(transaction=True)
-def test_with_redis_a_decision_wakes_the_long_poll_through_pub_sub(proposed, settings):
+@pytest.fixture
+def redis_polled(proposed, settings):
+    """As `polled`, with REDIS_URL set: the poll's process hears of decisions through Redis, its listener
+    subscribed (a reviewer, the call, the answers the poll got, its thread)."""
     if not reachable("127.0.0.1", 6379):
         pytest.skip("Redis is not reachable on 127.0.0.1:6379: this test needs it.")
     settings.REDIS_URL = settings.REDIS_TEST_URL
-    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120
+    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120  # longer than the wait: only a wake-up can end it early
+    agent, reviewer, call = proposed
+    answers, thread = _waiting_poll(agent, call)
+    assert wait_for(lambda: waiting._listeners)
+    assert wait_for(lambda: _subscribed(settings.REDIS_TEST_URL)), "the listener never subscribed"
+    return reviewer, call, answers, thread
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_redis_a_decision_wakes_the_long_poll_through_pub_sub(redis_polled, monkeypatch):
+    reviewer, call, answers, thread = redis_polled
     published = []
     original = waiting._wake_here
-    agent, reviewer, call = proposed
-    answers: list = []
 
     def heard(call_ids, answers=None):  # what the listener hears from Redis
         published.append((list(call_ids), answers))
         original(call_ids, answers)
 
-    waiting._wake_here = heard
-    try:
-        thread = _poll_in_thread(agent.token, call.pk, answers)
-        assert wait_for(lambda: call.pk in waiting._waiters and waiting._listeners)
-        assert wait_for(lambda: _subscribed(settings.REDIS_TEST_URL)), "the listener never subscribed"
-        services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
-        thread.join(90)
-    finally:
-        waiting._wake_here = original
+    monkeypatch.setattr(waiting, "_wake_here", heard)
+    services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
+    thread.join(90)
 
     assert answers and answers[0]["status"] == "approved"
     # it came through Redis, not from this process directly, with the call as the decision left it
@@ -239,17 +243,9 @@ def test_with_redis_a_decision_wakes_the_long_poll_through_pub_sub(proposed, set
 
 
 @pytest.mark.django_db(transaction=True)
-def test_with_redis_a_call_too_large_to_tell_is_woken_by_its_id_and_read(proposed, reads, settings, monkeypatch):
-    if not reachable("127.0.0.1", 6379):
-        pytest.skip("Redis is not reachable on 127.0.0.1:6379: this test needs it.")
-    settings.REDIS_URL = settings.REDIS_TEST_URL
-    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120
+def test_with_redis_a_call_too_large_to_tell_is_woken_by_its_id_and_read(reads, redis_polled, monkeypatch):
+    reviewer, call, answers, thread = redis_polled
     monkeypatch.setattr(waiting, "TOLD_AT_MOST", 200)  # the message telling this refund is 761 bytes
-    agent, reviewer, call = proposed
-    answers: list = []
-    thread = _poll_in_thread(agent.token, call.pk, answers)
-    assert wait_for(lambda: call.pk in waiting._waiters and waiting._listeners)
-    assert wait_for(lambda: _subscribed(settings.REDIS_TEST_URL)), "the listener never subscribed"
     services.toolcall_decide(call_id=call.pk, reviewer=reviewer, verdict="approve", shown_hash=call.review_hash)
     thread.join(30)  # the poll waits 60 s and the re-check 120: only the wake-up ends it within this ceiling
 
@@ -258,20 +254,12 @@ def test_with_redis_a_call_too_large_to_tell_is_woken_by_its_id_and_read(propose
 
 
 @pytest.mark.django_db(transaction=True)
-def test_with_redis_a_wake_up_as_the_version_before_published_it_still_wakes(proposed, settings):
+def test_with_redis_a_wake_up_as_the_version_before_published_it_still_wakes(redis_polled, settings):
     """A bare list of ids, as a process not yet upgraded publishes it in a rolling deploy: the listener wakes the
     long-poll, which reads its call (without it the listener died, and the poll waited for the re-check)."""
-    if not reachable("127.0.0.1", 6379):
-        pytest.skip("Redis is not reachable on 127.0.0.1:6379: this test needs it.")
     import redis
 
-    settings.REDIS_URL = settings.REDIS_TEST_URL
-    settings.REVIEWHUB_WAIT_RECHECK_SECONDS = 120
-    agent, reviewer, call = proposed
-    answers: list = []
-    thread = _poll_in_thread(agent.token, call.pk, answers)
-    assert wait_for(lambda: call.pk in waiting._waiters and waiting._listeners)
-    assert wait_for(lambda: _subscribed(settings.REDIS_TEST_URL)), "the listener never subscribed"
+    reviewer, call, answers, thread = redis_polled
     ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.CANCELLED)  # changed with no wake-up
     with redis.Redis.from_url(settings.REDIS_TEST_URL) as client:
         client.publish(waiting.CHANNEL, json.dumps([call.pk]))

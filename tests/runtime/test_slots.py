@@ -145,58 +145,60 @@ async def test_a_request_done_waiting_takes_the_next_slot_before_requests_that_w
     assert order == ["b", "a", "c"]
 
 
+class PollBehindBusy:
+    """An app of a long-poll ("poll": waits for `decided` with its slot given back, then notes itself in `ran`,
+    as sync work if `sync_after`) and of other requests (each waits for `busy_done`, then notes itself)."""
+
+    def __init__(self, *, sync_after: bool):
+        self.decided, self.busy_done = asyncio.Event(), asyncio.Event()
+        self.ran: list[str] = []
+        self.sync_after = sync_after
+
+    async def __call__(self, scope, receive, send):
+        if scope["path"] != "poll":
+            await self.busy_done.wait()
+            self.ran.append(scope["path"])
+            return
+        async with slots.released():
+            await self.decided.wait()
+        if self.sync_after:
+            await sync_to_async(self.ran.append)("poll")  # waits for the slot the busy request holds
+        else:
+            self.ran.append("poll")
+
+    async def decided_while_busy(self) -> tuple[asyncio.Task, asyncio.Task]:
+        """The poll waiting, a request holding the one slot, then the decision: (the poll, the busy request)."""
+        poll = request(self, "poll", method="GET")
+        await asyncio.sleep(0.01)
+        busy = request(self, "busy")
+        await asyncio.sleep(0.01)
+        self.decided.set()
+        return poll, busy
+
+
 async def test_a_request_done_waiting_with_no_sync_work_left_needs_no_slot(settings):
     """A long-poll told its answer by the decision (remote/api.py) answers while another request holds the slot."""
     settings.WEB_REQUEST_SLOTS = 1
-    decided, busy_done = asyncio.Event(), asyncio.Event()
-    order: list[str] = []
-
-    async def app(scope, receive, send):
-        if scope["path"] == "poll":
-            async with slots.released():
-                await decided.wait()
-        else:
-            await busy_done.wait()
-        order.append(scope["path"])
-
-    poll = request(app, "poll", method="GET")
-    await asyncio.sleep(0.01)
-    busy = request(app, "busy")  # holds the one slot until the poll has answered
-    await asyncio.sleep(0.01)
-    decided.set()
+    app = PollBehindBusy(sync_after=False)
+    poll, busy = await app.decided_while_busy()
     await asyncio.wait_for(poll, 30)
-    busy_done.set()
+    app.busy_done.set()
     await asyncio.wait_for(busy, 30)
 
-    assert order == ["poll", "busy"]
+    assert app.ran == ["poll", "busy"]
 
 
 async def test_a_request_that_ends_while_waiting_for_a_slot_again_leaves_none_taken(settings):
     settings.WEB_REQUEST_SLOTS = 1
-    decided, busy_done = asyncio.Event(), asyncio.Event()
-    ran: list[str] = []
-
-    async def app(scope, receive, send):
-        if scope["path"] == "poll":
-            async with slots.released():
-                await decided.wait()
-            await sync_to_async(ran.append)("poll")  # waits for the slot the busy request holds
-        else:
-            await busy_done.wait()
-            ran.append(scope["path"])
-
-    poll = request(app, "poll", method="GET")
-    await asyncio.sleep(0.01)
-    busy = request(app, "busy")
-    await asyncio.sleep(0.01)
-    decided.set()
+    app = PollBehindBusy(sync_after=True)
+    poll, busy = await app.decided_while_busy()
     await asyncio.sleep(0.05)
     poll.cancel()  # its client went away
-    busy_done.set()
+    app.busy_done.set()
     await asyncio.wait_for(busy, 30)
     await asyncio.wait_for(request(app, "after"), 30)  # had the ended request kept a slot, this would wait on
 
-    assert ran == ["busy", "after"] and poll.cancelled()
+    assert app.ran == ["busy", "after"] and poll.cancelled()
     assert len(slots._pools[asyncio.get_running_loop()].idle) == 1
 
 
