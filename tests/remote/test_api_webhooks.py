@@ -80,6 +80,21 @@ def test_a_decision_reads_the_calls_declared_tool_once(hooked, reviewer, django_
     assert len(reads) == 1, reads
 
 
+def test_a_decisions_call_is_built_once_for_its_long_polls_and_its_webhook(
+    hooked, reviewer, scheduled, monkeypatch, django_capture_on_commit_callbacks
+):
+    """The outbox builds the decided call for the wake-up (remote/resume._told); its delivery carries the same."""
+    agent, _ = hooked
+    built: list[int] = []
+    original = resume.call_json
+    monkeypatch.setattr(resume, "call_json", lambda call, *args: built.append(call.pk) or original(call, *args))
+    call = decide(agent, reviewer, django_capture_on_commit_callbacks)
+
+    delivery = WebhookDelivery.objects.get(tool_call=call)
+    assert built == [call.pk]
+    assert delivery.payload["data"] == resume._told(call.pk)[str(call.pk)]
+
+
 def test_a_tampered_delivery_does_not_verify(hooked, receiver, reviewer, scheduled, django_capture_on_commit_callbacks):
     agent, hook = hooked
     delivery_attempt(
