@@ -4,7 +4,8 @@
         postgres://USER@HOST:5432/BEFORE postgres://USER@HOST:5432/AFTER
 
 For comparing two schemas of the event table (its indexes, say) with nothing else changed: the write path's
-one-event statement (approvals/audit/store.py, prepared, one transaction per event) runs on each database in
+one-event statement (approvals/audit/store.py, prepared and its values bound on the server as
+approvals/lib/prepared.py does, one transaction per event) runs on each database in
 turn, from one process, on runs and calls picked at random from a seeded trail (bench/seed.py), half the
 events naming a call (`decided`), half only their run (`resumed`), as a busy system's are spread over many
 runs. Reported per event: the PostgreSQL backend's CPU (/proc/<pid>/schedstat, so the server must be on this
@@ -36,7 +37,7 @@ import psycopg  # noqa: E402
 from approvals.audit.store import _APPEND_ONE, NO_GUARD  # noqa: E402
 from approvals.lib.hashing import canonical_json, event_canonical_around  # noqa: E402
 
-SQL = _APPEND_ONE.format(guard=NO_GUARD[0]).replace("%s", "$%d")
+SQL = _APPEND_ONE.format(guard=NO_GUARD[0])
 
 
 def parse_args():
@@ -56,7 +57,7 @@ def backend_ns(pid: int) -> int:
 class Target:
     def __init__(self, url: str, runs: int, rng: random.Random):
         self.url = url
-        self.conn = psycopg.connect(url, cursor_factory=psycopg.ClientCursor)  # EXECUTE with literals, as Django
+        self.conn = psycopg.connect(url)  # values bound on the server, as approvals/lib/prepared.py
         self.pid = self.conn.execute("select pg_backend_pid()").fetchone()[0]
         calls = self.conn.execute(
             "select c.run_id, c.id from approvals_toolcall c join approvals_audithead h on h.chain = c.run_id"
@@ -64,7 +65,6 @@ class Target:
         self.conn.commit()
         chosen = set(rng.sample(sorted({run for run, _ in calls}), min(runs, len(calls))))
         self.calls = [(run, call) for run, call in calls if run in chosen]
-        self.conn.execute("PREPARE audit_event AS " + numbered(SQL))
         self.rng = rng
 
     def values(self, n: int) -> list:
@@ -89,7 +89,7 @@ class Target:
         rows = [self.values(n) for n in range(count)]
         began = backend_ns(self.pid)
         for row in rows:
-            self.conn.execute("EXECUTE audit_event (" + ", ".join(["%s"] * len(row)) + ")", row)
+            self.conn.execute(SQL, row, prepare=True)
             self.conn.commit()
         return (backend_ns(self.pid) - began) / count / 1000
 
@@ -98,20 +98,12 @@ class Target:
         total = fpi = 0
         for n in range(count):
             row = self.values(n)
-            plan = self.conn.execute(
-                "EXPLAIN (ANALYZE, WAL, FORMAT JSON) EXECUTE audit_event (" + ", ".join(["%s"] * len(row)) + ")", row
-            ).fetchone()[0]
+            plan = self.conn.execute("EXPLAIN (ANALYZE, WAL, FORMAT JSON) " + SQL, row).fetchone()[0]
             self.conn.commit()
             top = (plan if isinstance(plan, list) else json.loads(plan))[0]["Plan"]
             total += top.get("WAL Bytes", 0)
             fpi += top.get("WAL FPI", 0)
         return total / count, fpi / count
-
-
-def numbered(sql: str) -> str:
-    """$1, $2, ... for PREPARE, in order of the %s placeholders."""
-    parts = sql.split("$%d")
-    return "".join(part + (f"${i + 1}" if i < len(parts) - 1 else "") for i, part in enumerate(parts))
 
 
 def main():

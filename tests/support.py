@@ -9,10 +9,26 @@ def record_resume(run_id: int, *, approved: bool = False) -> None:
 
 def nothing_prepared() -> None:
     """This thread's PostgreSQL connection as a new one: no statement prepared on it (approvals/lib/prepared.py)."""
+    import psycopg
     from django.db import connection
 
     from approvals.lib import prepared
 
+    connection.ensure_connection()
+    if connection.connection.prepare_threshold is None:
+        connection.connection.prepare_threshold = prepared.ONLY_WHEN_ASKED
+    psycopg.Cursor(connection.connection).execute("DEALLOCATE ALL")  # psycopg forgets its own on seeing it run
+
+
+def prepared_runs(fragment: str) -> list[int]:
+    """How many times each statement prepared on this thread's PostgreSQL connection whose text holds `fragment`
+    has run, oldest first ([] when none is)."""
+    from django.db import connection
+
     with connection.cursor() as cursor:
-        cursor.execute("DEALLOCATE ALL")
-    prepared._prepared.pop(connection.connection, None)
+        cursor.execute(
+            "SELECT generic_plans + custom_plans FROM pg_prepared_statements WHERE strpos(statement, %s) > 0"
+            " ORDER BY prepare_time",
+            [fragment],
+        )
+        return [row[0] for row in cursor.fetchall()]

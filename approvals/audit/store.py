@@ -12,9 +12,9 @@ One event on PostgreSQL (a decision, a claim, an output: most of the trail) take
 the head is locked, the event's hash computed from the head's last hash by PostgreSQL's own
 sha256() over the same canonical JSON (lib/hashing.py: event_canonical_around), the event inserted and the
 head moved, in one statement. A chain's first event, which makes the head row, takes the way above.
-On a connection kept between tasks (a worker's) that statement is prepared once per connection and guard
-(PREPARE, then EXECUTE with the event's values): PostgreSQL parsing and planning its CTEs for every event cost
-more than running them. So are the head's lock and a model turn's statement of several events (one text per
+On a connection kept between tasks (a worker's) that statement is prepared once per connection and guard, its
+values bound on the server (approvals/lib/prepared.py): PostgreSQL parsing and planning its CTEs for every event
+cost more than running them. So are the head's lock and a model turn's statement of several events (one text per
 number of events, up to PREPARED_UP_TO).
 """
 
@@ -85,13 +85,11 @@ PREPARED_UP_TO = 8
 def lock_head(chain: int) -> tuple[int, str]:
     """Lock the chain's head row (made on the chain's first event) for this transaction: its id and last hash."""
     sql = _LOCK + (" FOR UPDATE" if connection.features.has_select_for_update else "")
-    with connection.cursor() as cursor:
-        prepared.execute(cursor, sql, [chain])
-        row = cursor.fetchone()
-    if row is None:
+    found = prepared.rows(sql, [chain])
+    if not found:
         head, _ = AuditHead.objects.select_for_update().get_or_create(chain=chain)
         return head.pk, head.last_hash
-    return row[0], row[1]
+    return found[0]
 
 
 def append_one(event: AuditEvent, *, only_if: tuple[str, list] = NO_GUARD) -> tuple[bool, bool] | None:
@@ -116,11 +114,9 @@ def append_one(event: AuditEvent, *, only_if: tuple[str, list] = NO_GUARD) -> tu
     row = (event.run_id, event.tool_call_id, event.kind, event.actor_id, event.actor_label)
     values = [*row, payload_json, event.created_at]
     guard, guard_params = only_if
-    with connection.cursor() as cursor:
-        prepared.execute(  # one per guard (none, or the claim), prepared once on a kept connection
-            cursor, _APPEND_ONE.format(guard=guard), [*guard_params, event.chain, before, after, *values, event.chain]
-        )
-        guarded, pk, prev_hash, hash_ = cursor.fetchone()
+    [(guarded, pk, prev_hash, hash_)] = prepared.rows(  # one per guard (none, or the claim), prepared once
+        _APPEND_ONE.format(guard=guard), [*guard_params, event.chain, before, after, *values, event.chain]
+    )
     if pk is None:
         return guarded, False
     event.pk, event.prev_hash, event.hash = pk, prev_hash, hash_
@@ -156,12 +152,12 @@ def append(events: list[AuditEvent], head_id: int | None, *, chain: int) -> None
     sql = (_APPEND if head_id is not None else _START).format(rows=", ".join([_ROW] * len(rows)))
     new_head = [chain, events[-1].hash, len(events)]
     head: list[Any] = [events[-1].hash, len(events), head_id] if head_id is not None else new_head
-    with connection.cursor() as cursor:
-        if len(events) <= PREPARED_UP_TO:
-            prepared.execute(cursor, sql, values + head)
-        else:  # a rare long turn: not worth a statement kept prepared for the connection's life
+    if len(events) <= PREPARED_UP_TO:
+        ids = [row[0] for row in prepared.rows(sql, values + head)]
+    else:  # a rare long turn: not worth a statement kept prepared for the connection's life
+        with connection.cursor() as cursor:
             cursor.execute(sql, values + head)
-        ids = [row[0] for row in cursor.fetchall()]
+            ids = [row[0] for row in cursor.fetchall()]
     for event, pk in zip(events, ids, strict=True):
         event.pk = pk
         event._state.adding, event._state.db = False, connection.alias

@@ -2,20 +2,33 @@
 instead of for every use, where that took longer than running them (the audit trail's one-event statement, the
 approved calls a resumption reads: bench/README.md).
 
+psycopg prepares them at the protocol level and sends their values apart from their text (server-side binding),
+rather than Django's cursor, which quotes the values into the text in Python for PostgreSQL to parse back: for
+the trail's eleven values that cost more than the rest of the event's Python (bench/README.md, 2026-12-07).
+Django's cursor still wraps it wherever it is asked for more than running the statement: a statement log (DEBUG,
+the tests' query counts) or an execute wrapper.
+
 Only on a connection kept between tasks or requests (CONN_MAX_AGE not 0: a worker's, a request slot's, the push
-thread's): one closed at its request's end would prepare a statement for one use, a round trip more. A prepared
-statement outlives a rolled-back transaction, and PostgreSQL plans it again by itself after a schema change; it
-lives in its connection, so a pooler in front of PostgreSQL must keep a session on one server connection (no
-transaction pooling).
+thread's): one closed at its request's end would prepare a statement for one use, a round trip more. psycopg
+forgets its prepared statements when a transaction or a savepoint rolls back (it deallocates them, so the next
+use prepares again), and PostgreSQL plans one again by itself after a schema change; a statement lives in its
+connection, so a pooler in front of PostgreSQL must keep a session on one server connection (no transaction
+pooling).
 """
 
-import hashlib
-import weakref
-from functools import lru_cache
-
+import psycopg
 from django.db import connection
 
-_prepared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # psycopg's connection -> the names it prepared
+# psycopg prepares a statement after it ran this many times; Django's None turns preparing off even when asked.
+# Ours are prepared when asked (prepare=True); Django's own cursors bind on the client and are never prepared.
+ONLY_WHEN_ASKED = 2**31 - 1
+
+
+class _Preparing(psycopg.Cursor):
+    """psycopg's cursor binding values on the server, preparing each statement it runs once per connection."""
+
+    def execute(self, query, params=None, *, prepare=None, binary=None):
+        return super().execute(query, params, prepare=True, binary=binary)
 
 
 def kept(db=connection) -> bool:
@@ -23,24 +36,26 @@ def kept(db=connection) -> bool:
     return db.settings_dict.get("CONN_MAX_AGE") != 0
 
 
-def execute(cursor, sql: str, params: list, db=connection) -> None:
-    """Run a statement (PostgreSQL's, with %s placeholders); on a kept connection as one prepared once for that
-    connection (PREPARE with its %s numbered, then EXECUTE with the values)."""
+def rows(sql: str, params: list, db=connection) -> list[tuple]:
+    """Run a statement of ours (PostgreSQL's, with %s placeholders) and return its rows: on a kept connection as
+    one prepared once for that connection, its values bound on the server."""
     if db.vendor != "postgresql" or not kept(db):
-        cursor.execute(sql, params)
-        return
-    name, prepare = _prepared_form(sql)
-    names = _prepared.setdefault(db.connection, set())
-    if name not in names:
-        cursor.execute(prepare)
-        names.add(name)
-    cursor.execute(f"EXECUTE {name} ({', '.join(['%s'] * len(params))})", params)
-
-
-@lru_cache(maxsize=32)  # a few statements (the trail's: one per guard, the head's lock, one per number of events)
-def _prepared_form(sql: str) -> tuple[str, str]:
-    """The statement's name (from its text) and its PREPARE, with its %s numbered $1, $2, ..."""
-    name = "reviewhub_" + hashlib.sha256(sql.encode()).hexdigest()[:16]
-    parts = sql.split("%s")
-    numbered = parts[0] + "".join(f"${i}{part}" for i, part in enumerate(parts[1:], start=1))
-    return name, f"PREPARE {name} AS {numbered}"
+        with db.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+    db.close_if_health_check_failed()
+    db.ensure_connection()
+    db.validate_thread_sharing()
+    if db.connection.prepare_threshold is None:
+        db.connection.prepare_threshold = ONLY_WHEN_ASKED
+    cursor = _Preparing(db.connection)
+    if db.queries_logged or db.execute_wrappers:
+        with (db.make_debug_cursor if db.queries_logged else db.make_cursor)(cursor) as wrapped:
+            wrapped.execute(sql, params)
+            return wrapped.fetchall()
+    db.validate_no_broken_transaction()
+    with db.wrap_database_errors:
+        try:
+            return cursor.execute(sql, params).fetchall()
+        finally:
+            cursor.close()

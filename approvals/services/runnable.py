@@ -46,9 +46,7 @@ def approved_in_run(run_id: int) -> list[ToolCall]:
     statement: each call with its run, `policy_stamp` and `loaded_decisions` (their reviewers with them), one row
     per decision (a call without any has one row, its decision's columns empty)."""
     db = connections[DEFAULT_DB_ALIAS]  # this thread's connection itself (the proxy is not hashable)
-    with db.cursor() as cursor:
-        prepared.execute(cursor, _statement(db), [*ToolCall.RUNNABLE, *EXECUTABLE, *Run.ACTIVE, run_id], db)
-        rows = cursor.fetchall()
+    rows = prepared.rows(_statement(db), [*ToolCall.RUNNABLE, *EXECUTABLE, *Run.ACTIVE, run_id], db)
     calls: dict[int, ToolCall] = {}
     for row in rows:
         call = calls.get(row[0])

@@ -35,7 +35,7 @@ def test_one_event_of_a_web_request_is_one_statement_not_prepared(require_postgr
         audit.record("resumed", run=run_with_a_head, payload={"step": 1})
     assert len(queries) == 1
     assert "FOR UPDATE" in queries[0]["sql"] and "INSERT INTO approvals_auditevent" in queries[0]["sql"]
-    assert not queries[0]["sql"].startswith(("PREPARE", "EXECUTE"))  # its connection closes with the request
+    assert support.prepared_runs("INSERT INTO approvals_auditevent") == []  # its connection closes with the request
 
 
 def test_one_event_is_one_statement(require_postgres, run_with_a_head, kept):
@@ -43,20 +43,17 @@ def test_one_event_is_one_statement(require_postgres, run_with_a_head, kept):
     with CaptureQueriesContext(connection) as queries:
         audit.record("resumed", run=run_with_a_head, payload={"step": 1})
     assert len(queries) == 1
-    assert queries[0]["sql"].startswith("EXECUTE reviewhub_")  # prepared once per connection
-    name = queries[0]["sql"].split()[1]
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT statement FROM pg_prepared_statements WHERE name = %s", [name])
-        [(prepared,)] = cursor.fetchall()
-    assert "FOR UPDATE" in prepared and "INSERT INTO approvals_auditevent" in prepared
+    assert "FOR UPDATE" in queries[0]["sql"] and "INSERT INTO approvals_auditevent" in queries[0]["sql"]
+    assert support.prepared_runs("INSERT INTO approvals_auditevent") == [2]  # prepared once per connection, run twice
 
 
-def test_the_prepared_statement_outlives_a_rolled_back_transaction(require_postgres, run_with_a_head, kept):
+def test_an_event_after_a_rolled_back_one_is_prepared_again(require_postgres, run_with_a_head, kept):
     support.nothing_prepared()  # so that the rolled-back block prepares it
     with pytest.raises(RuntimeError), transaction.atomic():
         audit.record("resumed", run=run_with_a_head, payload={"rolled back": True})
-        raise RuntimeError("roll back")
+        raise RuntimeError("roll back")  # psycopg deallocates its statements at a rollback (approvals/lib/prepared.py)
     audit.record("resumed", run=run_with_a_head, payload={"kept": True})
+    assert support.prepared_runs("INSERT INTO approvals_auditevent") == [1]
     payloads = [e.payload for e in AuditEvent.objects.filter(chain=run_with_a_head.pk).order_by("pk")]
     assert payloads[-1] == {"kept": True} and {"rolled back": True} not in payloads
     assert audit.verify().ok
@@ -124,7 +121,9 @@ def test_a_turns_events_on_a_kept_connection_are_two_prepared_statements(require
     audit.record_many(run_with_a_head, turn)  # prepares the head's lock and the three events' statement
     with CaptureQueriesContext(connection) as queries:
         audit.record_many(run_with_a_head, turn)
-    assert [query["sql"].split()[0] for query in queries] == ["EXECUTE", "EXECUTE"]
+    assert len(queries) == 2 and "FOR UPDATE" in queries[0]["sql"] and "WITH appended AS" in queries[1]["sql"]
+    assert support.prepared_runs("FROM approvals_audithead WHERE chain") == [2]  # the head's lock
+    assert support.prepared_runs("WITH appended AS") == [2]  # the three events' statement
     assert audit.verify().ok and AuditHead.objects.get(chain=run_with_a_head.pk).seq == 7
 
 
@@ -133,4 +132,5 @@ def test_a_long_turns_events_are_not_kept_prepared(require_postgres, run_with_a_
     with CaptureQueriesContext(connection) as queries:
         audit.record_many(run_with_a_head, turn)
     assert queries[-1]["sql"].lstrip().startswith("WITH appended AS")
+    assert support.prepared_runs("WITH appended AS") == []
     assert audit.verify().ok
