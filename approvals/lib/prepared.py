@@ -4,7 +4,7 @@ approved calls a resumption reads: bench/README.md).
 
 psycopg prepares them at the protocol level and sends their values apart from their text (server-side binding),
 rather than Django's cursor, which quotes the values into the text in Python for PostgreSQL to parse back: for
-the trail's eleven values that cost more than the rest of the event's Python (bench/README.md, 2026-12-07).
+the trail's eleven values ~25 us of the writer's CPU per event more (bench/README.md, 2026-12-07).
 Django's cursor still wraps it wherever it is asked for more than running the statement: a statement log (DEBUG,
 the tests' query counts) or an execute wrapper.
 
