@@ -14,10 +14,7 @@ def nothing_prepared() -> None:
 
     from approvals.lib import prepared
 
-    connection.ensure_connection()
-    if connection.connection.prepare_threshold is None:
-        connection.connection.prepare_threshold = prepared.ONLY_WHEN_ASKED
-    psycopg.Cursor(connection.connection).execute("DEALLOCATE ALL")  # psycopg forgets its own on seeing it run
+    psycopg.Cursor(prepared.prepares_when_asked(connection)).execute("DEALLOCATE ALL")  # psycopg forgets its own
 
 
 def prepared_runs(fragment: str) -> list[int]:

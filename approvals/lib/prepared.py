@@ -5,8 +5,8 @@ approved calls a resumption reads: bench/README.md).
 psycopg prepares them at the protocol level and sends their values apart from their text (server-side binding),
 rather than Django's cursor, which quotes the values into the text in Python for PostgreSQL to parse back: for
 the trail's eleven values ~25 us of the writer's CPU per event more (bench/README.md, 2026-12-07).
-Django's cursor still wraps it wherever it is asked for more than running the statement: a statement log (DEBUG,
-the tests' query counts) or an execute wrapper.
+Django's cursor wrapper still wraps it, so its statement log (DEBUG, the tests' query counts), execute wrappers
+and error translation see it as any other (wrapped or not, the same CPU: bench/README.md).
 
 Only on a connection kept between tasks or requests (CONN_MAX_AGE not 0: a worker's, a request slot's, the push
 thread's): one closed at its request's end would prepare a statement for one use, a round trip more. psycopg
@@ -44,18 +44,15 @@ def rows(sql: str, params: list, db=connection) -> list[tuple]:
             cursor.execute(sql, params)
             return cursor.fetchall()
     db.close_if_health_check_failed()
+    cursor = _Preparing(prepares_when_asked(db))
+    with db._prepare_cursor(cursor) as wrapped:  # Django's wrapper, as db.cursor() gives: its log, its errors
+        wrapped.execute(sql, params)
+        return wrapped.fetchall()
+
+
+def prepares_when_asked(db=connection) -> psycopg.Connection:
+    """db's psycopg connection (opened if need be), preparing a statement when asked (prepare=True) and only then."""
     db.ensure_connection()
-    db.validate_thread_sharing()
     if db.connection.prepare_threshold is None:
         db.connection.prepare_threshold = ONLY_WHEN_ASKED
-    cursor = _Preparing(db.connection)
-    if db.queries_logged or db.execute_wrappers:
-        with (db.make_debug_cursor if db.queries_logged else db.make_cursor)(cursor) as wrapped:
-            wrapped.execute(sql, params)
-            return wrapped.fetchall()
-    db.validate_no_broken_transaction()
-    with db.wrap_database_errors:
-        try:
-            return cursor.execute(sql, params).fetchall()
-        finally:
-            cursor.close()
+    return db.connection
