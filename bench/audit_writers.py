@@ -8,7 +8,9 @@ reviewers acting on different runs are), looping: begin, 2 ms of other work,
 record one event, commit. `--global-lock` also locks one shared row first in each
 transaction, the write path before chains were per run, for comparison in the same run.
 `--floor` inserts one row into a plain table with one index (its primary key) instead of the
-event: the cheapest write transaction, measured the same way.
+event: the cheapest write transaction, measured the same way. `--beside-floor` measures both, in turns for each
+number of writers, and prints an event's CPU as a multiple of the floor's: machines of this kind differ in speed
+by 2-3x from one to the next (bench/README.md), so the ratio is what compares across them.
 Each writer keeps its connection as a Celery worker and a request slot do (CONN_MAX_AGE, so the event's
 statement is prepared once: approvals/audit/store.py); `--not-kept` measures a connection opened per request.
 It also prints the CPU time each event costs, the writer's and its PostgreSQL backend's
@@ -38,6 +40,7 @@ def parse_args():
     parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", DEFAULT_DB))
     parser.add_argument("--global-lock", action="store_true", help="lock one shared row too, as before")
     parser.add_argument("--floor", action="store_true", help="one row into a plain table instead of an event")
+    parser.add_argument("--beside-floor", action="store_true", help="the floor too, in turns, and the ratio")
     parser.add_argument("--not-kept", action="store_true", help="the connection as a web request's (not prepared)")
     parser.add_argument("--json", action="store_true")
     return parser.parse_args()
@@ -119,25 +122,46 @@ def measure(writers: int, options: argparse.Namespace) -> dict:
     }
 
 
+FLOOR_UNITS = ("floor transactions", "transaction")
+
+
+def cpu_ms(figures: dict) -> float:
+    return figures["client_cpu_ms"] + figures["server_cpu_ms"]
+
+
 def main():
     args = parse_args()
     setup_django(args.database_url)
-    results = {str(n): measure(n, args) for n in args.writers}
+    floors: dict[str, dict] = {}
+    results = {}
+    for n in args.writers:  # in turns: the machine's minute weighs on both alike
+        results[str(n)] = measure(n, args)
+        if args.beside_floor:
+            floors[str(n)] = measure(n, argparse.Namespace(**{**vars(args), "floor": True}))
     if args.json:
-        print(json.dumps(results))
+        print(json.dumps({"events": results, "floor": floors} if floors else results))
         return
-    base = results[str(args.writers[0])]["events_per_s"]
     if args.floor:
         print("the floor: one row into a plain table with one index (no event)")
     else:
         print("one shared row locked too (as before)" if args.global_lock else "a lock per run's chain")
         print("  a connection per request: not prepared" if args.not_kept else "  connections kept: prepared once")
     print(f"  load average {' / '.join(f'{load:.1f}' for load in os.getloadavg())}")
+    print_figures(results, *(FLOOR_UNITS if args.floor else ("audit events", "event")))
+    if floors:
+        print("the floor, measured after each line above: one row into a plain table with one index (no event)")
+        print_figures(floors, *FLOOR_UNITS)
+        for n in results:
+            print(f"  {n:>3} writers: an event costs {cpu_ms(results[n]) / cpu_ms(floors[n]):.2f}x the floor's CPU")
+
+
+def print_figures(results: dict, what: str, one: str) -> None:
+    base = next(iter(results.values()))["events_per_s"]
     cores = os.cpu_count() or 1
     for n, figures in results.items():
-        rate, cpu = figures["events_per_s"], figures["client_cpu_ms"] + figures["server_cpu_ms"]
+        rate, cpu = figures["events_per_s"], cpu_ms(figures)
         print(
-            f"  {n:>3} writers: {rate:7.0f} audit events/s ({rate / base:.1f}x); CPU per event: writer "
+            f"  {n:>3} writers: {rate:7.0f} {what}/s ({rate / base:.1f}x); CPU per {one}: writer "
             f"{figures['client_cpu_ms']:.2f} ms + PostgreSQL {figures['server_cpu_ms']:.2f} ms, so {cores} cores "
             f"give at most {1000 * cores / cpu:.0f}/s"
         )
