@@ -45,7 +45,7 @@ def test_the_queue_row_says_checkpoint_reply_to_the_customer(client, reviewer, d
     html = client.get(reverse("approvals:queue")).content.decode()
     row = html[html.index(f'id="row-{draft.pk}"') :]
     row = row[: row.index("</li>")]
-    assert "Checkpoint:</span>" in row and "Reply to the customer" in row
+    assert '<span class="kind">Checkpoint</span>' in row and "Reply to the customer" in row
 
 
 def test_approve_from_the_card_sends_the_reply_and_completes_the_run(client, reviewer, draft):
