@@ -25,6 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import database_and_server
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewhub.settings")
 os.environ.setdefault("SECRET_KEY", "bench-only-" + os.urandom(32).hex())  # a local tool: any key will do
 
@@ -122,7 +124,7 @@ def main():
             wal[target.url].append(target.wal(max(args.events // 10, 50)))
     print(f"ended {datetime.now(UTC):%H:%M:%S} UTC, load average {' / '.join(f'{x:.1f}' for x in os.getloadavg())}")
     for target in targets:
-        name = target.url.rsplit("/", 1)[1]
+        name = database_and_server(target.url)[0]
         figures = " ".join(f"{x:.0f}" for x in cpu[target.url])
         bytes_, fpis = (
             statistics.median(b for b, _ in wal[target.url]),

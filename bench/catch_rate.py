@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.common import setup_django  # noqa: E402
+from bench.common import database_and_server, setup_django  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/reviewhub_bench_catch"
 # Above the $20 that a seeded rule runs without review, within what each order can refund.
@@ -40,8 +40,8 @@ def parse_args():
 def fresh_database(url: str) -> None:
     import psycopg
 
-    name = url.rsplit("/", 1)[1]
-    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:
+    name, server = database_and_server(url)
+    with psycopg.connect(server, autocommit=True) as conn:
         conn.execute(f'drop database if exists "{name}" with (force)')
 
 

@@ -7,15 +7,23 @@ Imported by the bench scripts after they put the project root on sys.path.
 
 import os
 import statistics
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/reviewhub_bench_loop"
+
+
+def database_and_server(url: str) -> tuple[str, str]:
+    """A database URL's database name, and the URL of its server's `postgres` database (its options kept:
+    `?options=-c ...` names no database)."""
+    parts = urlsplit(url)
+    return unquote(parts.path.lstrip("/")), urlunsplit(parts._replace(path="/postgres"))
 
 
 def ensure_database(url: str) -> None:
     import psycopg
 
-    name = url.rsplit("/", 1)[1]
-    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:
+    name, server = database_and_server(url)
+    with psycopg.connect(server, autocommit=True) as conn:
         if not conn.execute("select 1 from pg_database where datname = %s", [name]).fetchone():
             conn.execute(f'create database "{name}"')
 

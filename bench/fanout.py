@@ -35,6 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.common import ensure_database  # noqa: E402
+
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -56,15 +58,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def ensure_database(url: str) -> None:
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:
-        if not conn.execute("select 1 from pg_database where datname = %s", [name]).fetchone():
-            conn.execute(f'create database "{name}"')
 
 
 def setup_django(args) -> None:

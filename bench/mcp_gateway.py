@@ -25,6 +25,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.common import ensure_database  # noqa: E402
+
 SHOP = ROOT / "examples" / "mcp_shop_server.py"
 
 
@@ -36,15 +39,6 @@ def parse_args():
         "--database-url", default=os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/reviewhub_bench")
     )
     return parser.parse_args()
-
-
-def ensure_database(url: str) -> None:
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:
-        if not conn.execute("select 1 from pg_database where datname = %s", [name]).fetchone():
-            conn.execute(f'create database "{name}"')
 
 
 def setup(args) -> None:
