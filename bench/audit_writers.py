@@ -123,6 +123,7 @@ def measure(writers: int, options: argparse.Namespace) -> dict:
 
 
 FLOOR_UNITS = ("floor transactions", "transaction")
+FLOOR = "one row into a plain table with one index (no event)"
 
 
 def cpu_ms(figures: dict) -> float:
@@ -142,14 +143,14 @@ def main():
         print(json.dumps({"events": results, "floor": floors} if floors else results))
         return
     if args.floor:
-        print("the floor: one row into a plain table with one index (no event)")
+        print(f"the floor: {FLOOR}")
     else:
         print("one shared row locked too (as before)" if args.global_lock else "a lock per run's chain")
         print("  a connection per request: not prepared" if args.not_kept else "  connections kept: prepared once")
     print(f"  load average {' / '.join(f'{load:.1f}' for load in os.getloadavg())}")
     print_figures(results, *(FLOOR_UNITS if args.floor else ("audit events", "event")))
     if floors:
-        print("the floor, measured after each line above: one row into a plain table with one index (no event)")
+        print(f"the floor, measured after each line above: {FLOOR}")
         print_figures(floors, *FLOOR_UNITS)
         for n in results:
             print(f"  {n:>3} writers: an event costs {cpu_ms(results[n]) / cpu_ms(floors[n]):.2f}x the floor's CPU")
